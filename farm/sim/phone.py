@@ -1,0 +1,84 @@
+"""One simulated phone: the Android world, its shell, its files and its adbd, wired together."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+
+from farm.sim.adbd import AdbdServer
+from farm.sim.faults import FaultKind, Faults
+from farm.sim.profiles import LatencyProfile, get_profile
+from farm.sim.shell import Shell
+from farm.sim.spec import LogBuffer, PhoneSpec, ShellResult
+from farm.sim.vfs import VirtualFS
+from farm.sim.world import World
+
+
+class SimPhone:
+    """A phone that the real ``adb`` reaches with ``adb connect HOST:PORT``.
+
+    Everything random in it (latency jitter, app content) draws from generators
+    seeded by ``spec.seed``, so two phones with the same spec behave alike.
+    """
+
+    def __init__(
+        self,
+        spec: PhoneSpec | None = None,
+        *,
+        profile: LatencyProfile | str = "instant",
+        host: str = "127.0.0.1",
+        port: int = 0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.spec = spec or PhoneSpec()
+        self.profile = get_profile(profile) if isinstance(profile, str) else profile
+        seeds = random.Random(self.spec.seed)
+        self.vfs = VirtualFS()
+        self.logcat = LogBuffer()
+        self.faults = Faults(clock=clock)
+        self.world = World(
+            self.spec, self.vfs, self.faults, self.logcat, random.Random(seeds.getrandbits(64)),
+            clock,
+        )
+        self.shell = Shell(
+            self.spec, self.world, self.vfs, self.faults, self.profile,
+            random.Random(seeds.getrandbits(64)), self.logcat,
+        )
+        self.server = AdbdServer(self, host=host, port=port)
+        self.host = host
+
+    # -- AdbdBackend -------------------------------------------------------------
+    async def run_shell(self, command: str, stdin: bytes = b"") -> ShellResult:
+        return await self.shell.run(command, stdin)
+
+    async def install_stream(self, data: bytes, args: list[str]) -> str:
+        return await self.shell.install_apk_bytes(data, args)
+
+    def framebuffer(self) -> tuple[int, int, bytes]:
+        return self.world.width, self.world.height, self.world.frame_rgba()
+
+    # -- lifecycle ---------------------------------------------------------------
+    async def start(self) -> None:
+        await self.server.start()
+
+    async def stop(self) -> None:
+        await self.server.stop()
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def serial(self) -> str:
+        """The serial the adb server gives this phone after ``adb connect``."""
+        return f"{self.host}:{self.port}"
+
+    def fault(self, kind: FaultKind | str, seconds: float | None = None,
+              value: float | None = None) -> str:
+        """Inject a fault (see ``FaultKind``); returns what happened, for logs."""
+        return self.faults.apply(kind, seconds=seconds, value=value)
+
+    def __repr__(self) -> str:
+        return (f"SimPhone({self.spec.name!r}, serial={self.serial!r}, "
+                f"profile={self.profile.name!r})")

@@ -1,0 +1,21 @@
+"""Android's commands, one module per family; importing this package registers them."""
+
+from farm.sim.shell.commands import (  # noqa: F401  (imported for their @command side effect)
+    am,
+    cmd,
+    dumpsys,
+    filters,
+    fs,
+    input,
+    logcat,
+    misc,
+    pm,
+    props,
+    screen,
+    settings,
+    uiautomator,
+    wm,
+)
+from farm.sim.shell.commands.registry import REGISTRY, CommandSpec, command, lookup
+
+__all__ = ["REGISTRY", "CommandSpec", "command", "lookup"]

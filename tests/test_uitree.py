@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import pytest
+
+from distrl_sdk import ProtocolError
+from distrl_sdk.uitree import Bounds, find_elements, parse_ui_dump
+
+DUMP = (
+    "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy rotation=\"0\">"
+    '<node index="0" text="" resource-id="" class="android.widget.FrameLayout" '
+    'package="com.android.settings" content-desc="" checkable="false" checked="false" '
+    'clickable="false" enabled="true" focusable="false" focused="false" scrollable="false" '
+    'long-clickable="false" password="false" selected="false" bounds="[0,0][1080,2400]">'
+    '<node index="0" text="Wi&#8209;Fi &amp; more" resource-id="android:id/title" '
+    'class="android.widget.TextView" package="com.android.settings" content-desc="" '
+    'checkable="false" checked="false" clickable="true" enabled="true" focusable="true" '
+    'focused="false" scrollable="false" long-clickable="false" password="false" '
+    'selected="false" bounds="[40,300][700,380]" drawing-order="2"/>'
+    "</node></hierarchy>"
+)
+
+
+def test_parse_flattens_in_document_order() -> None:
+    els = parse_ui_dump("UI hierchary dumped to: /dev/tty\n" + DUMP)
+    assert [e.depth for e in els] == [0, 1]
+    title = els[1]
+    assert title.parent == 0 and title.text == "Wi\u2011Fi & more"
+    assert title.clickable and not title.checked
+    assert title.bounds == Bounds(40, 300, 700, 380) and title.bounds.center == (370, 340)
+    assert title.extra == {"drawing-order": "2"}
+    assert find_elements(els, resource_id="android:id/title", clickable=True) == [title]
+    assert find_elements(els, text_contains="wi\u2011fi") == [title]
+
+
+@pytest.mark.parametrize(
+    "bad", ["", "ERROR: could not get idle state.", "<?xml <hierarchy></hierarchy>"]
+)
+def test_garbage_raises_protocol_error(bad: str) -> None:
+    with pytest.raises(ProtocolError):
+        parse_ui_dump(bad)
