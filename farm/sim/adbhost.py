@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import subprocess
+import tempfile
+import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -59,17 +62,28 @@ def free_port() -> int:
 
 
 class PrivateAdbServer:
-    """Start, use and kill an adb server on its own port.
+    """Start, use and kill an adb server on its own port, with a scratch HOME.
 
         with PrivateAdbServer() as adb:
             adb.connect("127.0.0.1:15555")
             print(adb.run("devices", "-l").stdout)
+
+    The scratch HOME keeps the user's ~/.android (keys, settings) out of it, and the
+    environment is cleared of variables that would steer it elsewhere.
     """
 
     def __init__(self, adb_path: str | None = None, port: int | None = None) -> None:
         self.adb_path = adb_path or find_adb()
         self.port = port or free_port()
-        self._env = {**os.environ, "ANDROID_ADB_SERVER_PORT": str(self.port)}
+        self.home = tempfile.mkdtemp(prefix="distrl-adb-")
+        env = dict(os.environ)
+        for var in ("ANDROID_SERIAL", "ADB_VENDOR_KEYS", "ADB_TRACE",
+                    "ANDROID_ADB_SERVER_ADDRESS"):
+            env.pop(var, None)
+        env.update(HOME=self.home, TMPDIR=self.home,
+                   ANDROID_USER_HOME=os.path.join(self.home, ".android"),
+                   ANDROID_ADB_SERVER_PORT=str(self.port), ADB_MDNS_AUTO_CONNECT="0")
+        self.env = env
 
     def run(
         self, *args: str, timeout: float = 30.0, check: bool = False, text: bool = True,
@@ -78,35 +92,68 @@ class PrivateAdbServer:
         """Run ``adb -P PORT ARGS…`` against this server."""
         return subprocess.run(
             [self.adb_path, "-P", str(self.port), *args],
-            capture_output=True, text=text, timeout=timeout, check=check, env=self._env,
+            capture_output=True, text=text, timeout=timeout, check=check, env=self.env,
             input=input, stdin=None if input is not None else subprocess.DEVNULL,
         )
 
     def start(self) -> None:
-        proc = self.run("start-server", timeout=30)
+        proc = self.run("start-server", timeout=30, text=True)
         if proc.returncode != 0:
             raise RuntimeError(
                 f"adb start-server failed on port {self.port}: {proc.stderr.strip()}"
             )
 
     def stop(self) -> None:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.run("kill-server", timeout=10)
+        with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+            self.run("kill-server", timeout=15)
+        shutil.rmtree(self.home, ignore_errors=True)
+
+    def text(self, *args: str, timeout: float = 30.0) -> str:
+        """stdout and stderr of ``adb ARGS…`` as one string."""
+        proc = self.run(*args, timeout=timeout, text=True)
+        return str(proc.stdout) + str(proc.stderr)
+
+    def state(self, serial: str) -> str | None:
+        """The serial's state in ``adb devices`` (device, offline …); None if absent."""
+        for line in str(self.run("devices", text=True).stdout).splitlines()[1:]:
+            parts = line.split("\t")
+            if len(parts) == 2 and parts[0] == serial:
+                return parts[1].strip()
+        return None
+
+    def wait_state(self, serial: str, wanted: str | None, timeout: float = 10.0) -> str | None:
+        deadline = time.monotonic() + timeout
+        state = self.state(serial)
+        while state != wanted and time.monotonic() < deadline:
+            time.sleep(0.05)
+            state = self.state(serial)
+        return state
 
     def connect(self, serial: str, timeout: float = 20.0) -> str:
-        out = str(self.run("connect", serial, timeout=timeout).stdout).strip()
+        """``adb connect`` and wait until the serial is ``device``."""
+        out = self.text("connect", serial, timeout=timeout).strip()
         if "connected to" not in out:
             raise RuntimeError(f"adb connect {serial} failed: {out}")
+        state = self.wait_state(serial, "device", timeout=timeout)
+        if state != "device":
+            raise RuntimeError(f"{serial} is {state!r} after adb connect: {out}")
         return out
 
     def disconnect(self, serial: str) -> None:
         self.run("disconnect", serial, timeout=10)
 
-    def client(self) -> Any:
+    @property
+    def major_version(self) -> int:
+        """29 for Debian's platform-tools 29.0.6, 36 for adbutils' wheel …"""
+        match = re.search(r"Version (\d+)\.", str(self.run("version", text=True).stdout))
+        return int(match.group(1)) if match else 0
+
+    def client(self, socket_timeout: float | None = None) -> Any:
         """An ``adbutils.AdbClient`` for this server."""
         import adbutils
 
-        return adbutils.AdbClient(host="127.0.0.1", port=self.port)
+        return adbutils.AdbClient(host="127.0.0.1", port=self.port,
+                                  socket_timeout=socket_timeout)
 
     def __enter__(self) -> PrivateAdbServer:
         self.start()

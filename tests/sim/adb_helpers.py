@@ -13,16 +13,12 @@ import contextlib
 import os
 import random
 import shlex
-import shutil
-import socket
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -39,6 +35,7 @@ from farm.sim.adbd.packets import (
     PacketParser,
     pack_packet,
 )
+from farm.sim.adbhost import PrivateAdbServer, bundled_adb, system_adb
 from farm.sim.faults import Faults
 from farm.sim.profiles import get_profile
 from farm.sim.spec import PhoneSpec, ShellResult
@@ -46,26 +43,12 @@ from farm.sim.vfs import VirtualFS
 
 T = TypeVar("T")
 
-# -- adb binaries --------------------------------------------------------------------------
-
-SYSTEM_ADB = "/usr/bin/adb"
-
-
-def bundled_adb_path() -> str | None:
-    import adbutils
-
-    path = Path(adbutils.__file__).parent / "binaries" / "adb"
-    return str(path) if path.is_file() and os.access(path, os.X_OK) else None
-
-
-def system_adb_path() -> str | None:
-    return SYSTEM_ADB if os.access(SYSTEM_ADB, os.X_OK) else None
-
+# -- adb binaries and private servers ------------------------------------------------------
 
 def adb_binary_params() -> list[Any]:
     """pytest params for both adb binaries; Debian's is skipped (or failed) when absent."""
     params: list[Any] = []
-    system = system_adb_path()
+    system = system_adb()
     if system:
         params.append(pytest.param(system, id="adb29-debian", marks=pytest.mark.system_adb))
     elif os.environ.get("DISTRL_REQUIRE_SYSTEM_ADB") == "1":  # the fixture fails on None
@@ -73,9 +56,9 @@ def adb_binary_params() -> list[Any]:
     else:
         params.append(pytest.param(None, id="adb29-debian", marks=[pytest.mark.system_adb,
                                                                    pytest.mark.skip(
-            reason=f"Debian's adb not at {SYSTEM_ADB} (apt-get install adb); "
+            reason="Debian's adb not installed (apt-get install adb); "
                    "set DISTRL_REQUIRE_SYSTEM_ADB=1 to make this a failure")]))
-    bundled = bundled_adb_path()
+    bundled = bundled_adb()
     if bundled:
         params.append(pytest.param(bundled, id="adb36-adbutils"))
     else:
@@ -84,101 +67,21 @@ def adb_binary_params() -> list[Any]:
     return params
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+class PrivateAdb(PrivateAdbServer):
+    """A private adb server whose ``run`` returns bytes: these tests compare raw output."""
 
-
-# -- a private adb server ------------------------------------------------------------------
-
-@dataclass
-class PrivateAdb:
-    """An adb server of our own: ``run(args)`` is ``adb -P port args``."""
-
-    adb: str
-    port: int
-    env: dict[str, str]
-    home: str
-
-    def run(self, *args: str, timeout: float = 30.0, check: bool = False,
-            input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-        return subprocess.run(
-            [self.adb, "-P", str(self.port), *args], env=self.env, capture_output=True,
-            timeout=timeout, check=check, input=input,
-            stdin=None if input is not None else subprocess.DEVNULL,
-        )
-
-    def text(self, *args: str, timeout: float = 30.0) -> str:
-        proc = self.run(*args, timeout=timeout)
-        return proc.stdout.decode("utf-8", "replace") + proc.stderr.decode("utf-8", "replace")
-
-    @property
-    def major_version(self) -> int:
-        """29 for Debian's platform-tools 29.0.6, 36 for adbutils' wheel …"""
-        import re
-
-        out = self.run("version").stdout.decode()
-        match = re.search(r"Version (\d+)\.", out)
-        return int(match.group(1)) if match else 0
-
-    def client(self, socket_timeout: float | None = None) -> Any:
-        import adbutils
-
-        return adbutils.AdbClient(host="127.0.0.1", port=self.port,
-                                  socket_timeout=socket_timeout)
-
-    def state(self, serial: str) -> str | None:
-        """The serial's state in ``adb devices`` (device, offline …), None if absent."""
-        for line in self.run("devices").stdout.decode().splitlines()[1:]:
-            parts = line.split("\t")
-            if len(parts) == 2 and parts[0] == serial:
-                return parts[1].strip()
-        return None
-
-    def wait_state(self, serial: str, wanted: str | None, timeout: float = 10.0) -> str | None:
-        deadline = time.monotonic() + timeout
-        state = self.state(serial)
-        while state != wanted and time.monotonic() < deadline:
-            time.sleep(0.05)
-            state = self.state(serial)
-        return state
-
-    def connect(self, serial: str, timeout: float = 15.0) -> str:
-        out = self.text("connect", serial, timeout=timeout)
-        if "connected to" not in out:
-            raise AssertionError(f"adb connect {serial} failed: {out!r}")
-        state = self.wait_state(serial, "device", timeout=timeout)
-        if state != "device":
-            raise AssertionError(f"{serial} is {state!r} after adb connect: {out!r}")
-        return out
+    def run(self, *args: str, timeout: float = 30.0, check: bool = False, text: bool = False,
+            input: Any = None) -> subprocess.CompletedProcess[Any]:
+        return super().run(*args, timeout=timeout, check=check, text=text, input=input)
 
 
 @contextlib.contextmanager
 def private_adb_server(adb_path: str | None) -> Iterator[PrivateAdb]:
-    """Start ``adb -P <free port> start-server`` with a scratch HOME; kill it afterwards.
-
-    The default server on :5037 and whatever devices it has are never touched.
-    """
+    """A :class:`PrivateAdb` on a free port; the user's :5037 server is never touched."""
     if adb_path is None:
         pytest.fail("adb binary required (DISTRL_REQUIRE_SYSTEM_ADB=1) but not found")
-    home = tempfile.mkdtemp(prefix="distrl-adb-")
-    port = free_port()
-    env = dict(os.environ)
-    for var in ("ANDROID_SERIAL", "ADB_VENDOR_KEYS", "ADB_TRACE", "ANDROID_ADB_SERVER_ADDRESS"):
-        env.pop(var, None)
-    env.update(HOME=home, TMPDIR=home, ANDROID_USER_HOME=os.path.join(home, ".android"),
-               ANDROID_ADB_SERVER_PORT=str(port), ADB_MDNS_AUTO_CONNECT="0")
-    adb = PrivateAdb(adb=adb_path, port=port, env=env, home=home)
-    try:
-        started = adb.run("start-server", timeout=30.0)
-        if started.returncode != 0:
-            raise AssertionError(f"adb start-server failed: {started.stderr!r}")
+    with PrivateAdb(adb_path) as adb:
         yield adb
-    finally:
-        with contextlib.suppress(Exception):
-            adb.run("kill-server", timeout=15.0)
-        shutil.rmtree(home, ignore_errors=True)
 
 
 # -- a test double for the phone -----------------------------------------------------------

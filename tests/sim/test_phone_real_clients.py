@@ -14,7 +14,6 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import adbutils
 import numpy as np
@@ -22,32 +21,18 @@ import pytest
 from PIL import Image
 
 from distrl_sdk.uitree import UIElement, find_elements, parse_ui_dump
-from farm.sim.adbhost import PrivateAdbServer, bundled_adb, system_adb
+from farm.sim.adbhost import PrivateAdbServer, bundled_adb
 from farm.sim.background import BackgroundFarm
 from farm.sim.farm import SimFarm
 from farm.sim.shell.apk import build_test_apk
+from tests.sim.adb_helpers import adb_binary_params
 
 
-def _adb_binaries() -> list[Any]:
-    params: list[Any] = []
-    bundled = bundled_adb()
-    if bundled:
-        params.append(pytest.param(bundled, id="adb36-adbutils"))
-    sysadb = system_adb()
-    if sysadb:
-        params.append(pytest.param(sysadb, id="adb29-debian"))
-    elif os.environ.get("DISTRL_REQUIRE_SYSTEM_ADB") != "1":
-        params.append(pytest.param(None, id="adb29-debian", marks=pytest.mark.skip(
-            reason="Debian's adb not installed (apt-get install adb); CI requires it")))
-    else:
-        params.append(pytest.param(None, id="adb29-debian-missing"))
-    return params
-
-
-@pytest.fixture(scope="module", params=_adb_binaries())
+@pytest.fixture(scope="module", params=adb_binary_params())
 def rig(request: pytest.FixtureRequest) -> Iterator[tuple[SimFarm, PrivateAdbServer]]:
     adb_path = request.param
-    assert adb_path, "DISTRL_REQUIRE_SYSTEM_ADB=1 but Debian's adb is missing"
+    if adb_path is None:
+        pytest.fail("DISTRL_REQUIRE_SYSTEM_ADB=1 but Debian's adb is missing")
     with BackgroundFarm(2, seed=3) as farm, PrivateAdbServer(adb_path) as adb:
         for p in farm.phones:
             adb.connect(p.serial)

@@ -80,7 +80,11 @@ class Renderer:
     def render(self, windows: list[View], dark: bool, screen_on: bool = True) -> bytes:
         self.theme = DARK if dark else LIGHT
         self.dark = dark
-        self.draw.rectangle((0, 0, self.width, self.height), fill=self.theme["bg"])
+        first = next((w for w in windows if w.vis is not None), None)
+        # A full-screen fill costs ~0.8 ms at 1080x2400; skip the clear when the first
+        # window paints every pixel anyway.
+        if not (screen_on and first is not None and self._paints_whole_screen(first)):
+            self.draw.rectangle((0, 0, self.width, self.height), fill=self.theme["bg"])
         if screen_on:
             for w in windows:
                 if w.vis is not None:
@@ -88,6 +92,12 @@ class Renderer:
         else:
             self.draw.rectangle((0, 0, self.width, self.height), fill=_BLACK)
         return bytes(self._buf)
+
+    def _paints_whole_screen(self, v: View) -> bool:
+        p = v.paint
+        return (p is not None and p.kind == "fill" and not p.radius and bool(p.bg)
+                and tuple(v.bounds) == (0, 0, self.width, self.height)
+                and self.color(p.bg)[3] == 255)
 
     @staticmethod
     def png(rgba: bytes, width: int, height: int) -> bytes:
