@@ -104,3 +104,23 @@ def test_demo_walks_to_wifi_and_saves_screens(tmp_path: Path) -> None:
     shots = sorted(p.name for p in out.glob("*.png"))
     assert shots == ["1-home.png", "2-settings.png", "3-wifi-toggled.png"]
     assert "Stopped the phones and the private adb server." in proc.stdout
+
+
+@pytest.mark.slow
+def test_sim_up_connect_uses_the_callers_adb_server_and_down_disconnects(tmp_path: Path) -> None:
+    from farm.sim.adbhost import PrivateAdbServer, bundled_adb
+
+    base = free_port_run(2)
+    with PrivateAdbServer(bundled_adb()) as adb:
+        # "your adb server" is a private one here: $ANDROID_ADB_SERVER_PORT points at it
+        env = {"DISTRL_STATE_DIR": str(tmp_path), "ANDROID_ADB_SERVER_PORT": str(adb.port),
+               "DISTRL_ADB": adb.adb_path}
+        up = distrl("sim", "up", "-n", "2", "--base-port", str(base), "--connect", env=env)
+        assert up.returncode == 0, up.stderr
+        try:
+            assert "Connected on your adb server" in up.stdout
+            for port in (base, base + 1):
+                assert adb.wait_state(f"127.0.0.1:{port}", "device") == "device"
+        finally:
+            assert distrl("sim", "down", env=env).returncode == 0
+        assert adb.wait_state(f"127.0.0.1:{base}", None) is None

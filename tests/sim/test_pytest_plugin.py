@@ -1,0 +1,25 @@
+"""The fixtures DistRL's pytest plugin gives task and plugin authors (entry point pytest11)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from farm.sim.background import BackgroundFarm
+from farm.sim.farm import SimFarm
+
+
+def test_sim_device_is_a_connected_adbutils_device(sim_device: Any) -> None:
+    sim_device.shell("am start -n com.android.settings/.Settings")
+    assert sim_device.app_current().package == "com.android.settings"
+    assert sim_device.shell("getprop ro.product.model") == "DistRL Sim Phone"
+
+
+@pytest.mark.sim(count=3, seed=11, screen="small")
+def test_sim_marker_configures_the_farm(sim_farm: SimFarm,
+                                         sim_background: BackgroundFarm) -> None:
+    assert len(sim_farm.phones) == 3
+    assert {(p.world.width, p.world.height) for p in sim_farm.phones} == {(360, 800)}
+    assert sim_background.fault("sim-2", "boot-delay", seconds=60) == "booting for 60 s"
+    assert not sim_farm.phone("sim-2").faults.boot_completed()
