@@ -40,9 +40,10 @@ def run(*cmd: str | Path, check: bool = True) -> int:
 
 
 def plugin_dirs() -> list[Path]:
-    return sorted(p.parent for p in (ROOT / "plugins").glob("*/pyproject.toml")) + sorted(
-        p.parent for p in (ROOT / "sample_tasks").glob("*/pyproject.toml")
-    )
+    """First-party plugins and the sample task suite: each its own distribution."""
+    found = [p.parent for p in (ROOT / "plugins").glob("*/pyproject.toml")]
+    found += [p.parent for p in ROOT.glob("sample_tasks/pyproject.toml")]
+    return sorted(found)
 
 
 def wanted_stamp() -> str:

@@ -3,6 +3,7 @@
 The public API is what ``__all__`` lists; everything else is private.
 """
 
+from distrl_sdk.device import Device, ShellOutput
 from distrl_sdk.errors import (
     AdbTimeout,
     ConfigError,
@@ -21,11 +22,13 @@ __all__ = [
     "AdbTimeout",
     "ConfigError",
     "DeployRefused",
+    "Device",
     "DeviceBusy",
     "DeviceError",
     "DeviceOffline",
     "DistRLError",
     "ProtocolError",
+    "ShellOutput",
     "TaskError",
     "__version__",
 ]

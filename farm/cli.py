@@ -18,7 +18,7 @@ from farm.sim.profiles import PROFILES
 from farm.sim.spec import SCREEN_PRESETS
 
 console = Console()
-err_console = Console(stderr=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -33,8 +33,9 @@ def _fail(message: str) -> None:
 def cli() -> None:
     """DistRL: asynchronous distributed RL for phone-control agents.
 
-    Simulated phones that speak the real ADB protocol (`distrl sim`), and a guided
-    tour of them (`distrl demo`). Every command takes --help.
+    Simulated phones that speak the real ADB protocol (`distrl sim`), tasks and
+    their evaluation (`distrl tasks`), and a guided tour (`distrl demo`). Every
+    command takes --help.
     """
 
 
@@ -222,6 +223,11 @@ def demo(count: int, profile: str, seed: int, out: Path, duration: float | None)
         console.print("Stopped.")
     except (TourFailed, DistRLError, RuntimeError, FileNotFoundError) as exc:
         _fail(str(exc))
+
+
+from farm.cli_tasks import tasks  # noqa: E402 - registered after the group exists
+
+cli.add_command(tasks)
 
 
 def main() -> None:

@@ -12,9 +12,11 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+import time
 from dataclasses import dataclass
 
 _V2_HEADER = struct.Struct("<BI")
+_SYNC_CHUNK = 64 * 1024  # SYNC_DATA_MAX
 
 
 class AdbServerError(Exception):
@@ -115,6 +117,53 @@ class AdbServerClient:
         sock = await self._service(serial, f"shell:{command}")
         try:
             return await asyncio.wait_for(self._read_all(sock), self.timeout)
+        finally:
+            sock.close()
+
+    async def push(self, serial: str, data: bytes, remote_path: str, mode: int = 0o644) -> None:
+        """Write a file with the sync protocol (SEND/DATA/DONE); parents are created."""
+        loop = asyncio.get_running_loop()
+        sock = await self._service(serial, "sync:")
+        try:
+            path = f"{remote_path},{0o100000 | mode}".encode()
+            out = bytearray(b"SEND" + struct.pack("<I", len(path)) + path)
+            view = memoryview(data)
+            for pos in range(0, len(data), _SYNC_CHUNK):
+                chunk = view[pos : pos + _SYNC_CHUNK]
+                out += b"DATA" + struct.pack("<I", len(chunk))
+                out += chunk
+            out += b"DONE" + struct.pack("<I", int(time.time()))
+            await loop.sock_sendall(sock, out)
+            reply = await asyncio.wait_for(self._recv_exact(sock, 8), self.timeout)
+            if reply[:4] != b"OKAY":
+                length = struct.unpack("<I", reply[4:])[0]
+                msg = (await self._recv_exact(sock, length)).decode(errors="replace")
+                raise AdbServerError(f"push {remote_path}: {msg}")
+            await loop.sock_sendall(sock, b"QUIT\0\0\0\0")
+        finally:
+            sock.close()
+
+    async def pull(self, serial: str, remote_path: str) -> bytes:
+        """Read a file with the sync protocol (RECV → DATA… DONE)."""
+        loop = asyncio.get_running_loop()
+        sock = await self._service(serial, "sync:")
+        try:
+            path = remote_path.encode()
+            await loop.sock_sendall(sock, b"RECV" + struct.pack("<I", len(path)) + path)
+            out = bytearray()
+            while True:
+                head = await asyncio.wait_for(self._recv_exact(sock, 8), self.timeout)
+                kind, length = head[:4], struct.unpack("<I", head[4:])[0]
+                if kind == b"DONE":
+                    break
+                body = await asyncio.wait_for(self._recv_exact(sock, length), self.timeout)
+                if kind == b"FAIL":
+                    raise AdbServerError(f"pull {remote_path}: {body.decode(errors='replace')}")
+                if kind != b"DATA":
+                    raise AdbServerError(f"pull {remote_path}: unexpected sync reply {kind!r}")
+                out += body
+            await loop.sock_sendall(sock, b"QUIT\0\0\0\0")
+            return bytes(out)
         finally:
             sock.close()
 

@@ -9,7 +9,9 @@ Installed with DistRL (entry point ``pytest11``), so any test can ask for them:
 ``sim_farm`` is a running :class:`~farm.sim.farm.SimFarm` (one phone, ``instant``
 latency, seed 0; parametrise with ``@pytest.mark.sim(count=4, seed=1)``);
 ``private_adb`` an adb server on a port of its own, killed afterwards;
-``sim_device`` an adbutils device for the first phone, connected through it.
+``sim_device`` an adbutils device for the first phone, connected through it;
+``sim_adb_device`` the same phone as a ``distrl_sdk.Device``; ``run_task`` runs a
+task on it with the oracle, random or any policy and returns the trajectory.
 """
 
 from __future__ import annotations
@@ -67,3 +69,36 @@ def sim_device(sim_farm: SimFarm, private_adb: PrivateAdbServer) -> Any:
     serial = sim_farm.phones[0].serial
     private_adb.connect(serial)
     return private_adb.client().device(serial)
+
+
+@pytest.fixture
+def sim_adb_device(sim_farm: SimFarm, private_adb: PrivateAdbServer) -> Any:
+    """A ``distrl_sdk.Device`` (farm.device.AdbDevice) for the first sim phone."""
+    from farm.device import AdbDevice
+
+    serial = sim_farm.phones[0].serial
+    private_adb.connect(serial)
+    return AdbDevice(serial, port=private_adb.port)
+
+
+@pytest.fixture
+def run_task(sim_adb_device: Any) -> Any:
+    """``run_task(task, policy="oracle"|"random"|Policy, seed=0) -> Trajectory`` on a sim phone.
+
+        def test_my_task(run_task):
+            traj = run_task(MyTask({"city": "Paris"}))
+            assert traj.reward == 1.0
+    """
+    import asyncio
+
+    from distrl_sdk.policy import OraclePolicy, RandomPolicy
+    from distrl_sdk.runner import run_episode
+
+    def run(task: Any, policy: Any = "oracle", seed: int = 0) -> Any:
+        if policy == "oracle":
+            policy = OraclePolicy(task.oracle(sim_adb_device))
+        elif policy == "random":
+            policy = RandomPolicy(seed)
+        return asyncio.run(run_episode(task, sim_adb_device, policy))
+
+    return run

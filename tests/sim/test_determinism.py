@@ -5,7 +5,6 @@ from __future__ import annotations
 from unittest import mock
 
 from farm.sim.farm import SimFarm
-from farm.sim.profiles import CommandKind
 
 
 async def test_same_seed_same_phones_other_seed_other_phones() -> None:

@@ -1,0 +1,92 @@
+"""Policies choose actions from observations; the oracle and random ones live here.
+
+The learner's policies (UI-tree, VLM + LoRA) implement the same ``Policy`` protocol
+and add the behaviour log-probability the learner needs.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from distrl_sdk.uitree import UIElement
+
+__all__ = ["Observation", "OraclePolicy", "Policy", "RandomPolicy"]
+
+
+@dataclass
+class Observation:
+    """What a policy sees before each step."""
+
+    instruction: str
+    elements: list[UIElement]
+    screen_size: tuple[int, int]
+    step: int
+    history: list[Any] = field(default_factory=list)  # earlier actions (or InvalidAction)
+    screenshot_png: bytes | None = None
+
+
+class Policy(Protocol):
+    """Chooses the next action (or returns an InvalidAction it could not produce)."""
+
+    name: str
+
+    async def act(self, observation: Observation) -> Any: ...
+
+
+class OraclePolicy:
+    """Replays a task's scripted solution; each action is chosen on the live screen."""
+
+    name = "oracle"
+
+    def __init__(self, actions: AsyncIterator[Any]) -> None:
+        self._actions = actions
+
+    async def act(self, observation: Observation) -> Any:
+        from distrl_sdk.actions import Complete
+
+        try:
+            return await anext(self._actions)
+        except StopAsyncIteration:
+            return Complete()
+
+
+class RandomPolicy:
+    """A seeded random agent: the floor every learner must beat.
+
+    Mostly taps clickable elements (what makes random play on a phone move at all),
+    sometimes taps anywhere, scrolls, types a word, goes back or home, and ends the
+    episode with a small probability.
+    """
+
+    name = "random"
+    WORDS = ("wifi", "alarm", "hello", "mouse", "weather", "anna", "7", "30", "search")
+
+    def __init__(self, seed: int = 0) -> None:
+        self.rng = random.Random(seed)
+
+    async def act(self, observation: Observation) -> Any:
+        from distrl_sdk.actions import Complete, Key, Scroll, Tap, TypeText
+
+        rng = self.rng
+        r = rng.random()
+        w, h = observation.screen_size
+        clickable = [e for e in observation.elements
+                     if e.clickable and e.bounds.width > 0 and e.bounds.height > 0]
+        if r < 0.55 and clickable:
+            x, y = rng.choice(clickable).bounds.center
+            return Tap(min(x / w, 1.0), min(y / h, 1.0))
+        if r < 0.68:
+            return Tap(rng.random(), rng.random())
+        if r < 0.78:
+            return Scroll(rng.choice(("up", "down")))
+        if r < 0.86:
+            word = rng.choice((*self.WORDS, rng.choice(string.ascii_lowercase) * 3))
+            return TypeText(word)
+        if r < 0.95:
+            return Key(rng.choice(("back", "home", "enter")))
+        return Complete()
+

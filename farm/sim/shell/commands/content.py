@@ -1,0 +1,121 @@
+"""``content query``: read an app's content provider, printed like AOSP's ``content`` tool.
+
+``Row: N col=value, col=value`` per row (NULL for nulls), ``No result found.`` when the
+cursor is empty. Providers are apps with an ``authorities`` attribute and a ``query``
+method (see ``farm.sim.world.apps.provider``), found through ``world.app(package)``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, cast
+from urllib.parse import unquote, urlsplit
+
+from farm.sim.shell.commands.registry import command
+from farm.sim.shell.commands.sqlwhere import Row, SqlError, compile_where, sort_rows
+from farm.sim.shell.context import Proc
+
+Cursor = tuple[list[str], list[Row]]
+
+USAGE = """usage: adb shell content [subcommand] [options]
+
+usage: adb shell content query --uri <URI> [--user <USER_ID>] [--projection <PROJECTION>] \
+[--where <WHERE>] [--sort <SORT_ORDER>]
+  <PROJECTION> is a list of colon separated column names and is formatted:
+  <COLUMN_NAME>[:<COLUMN_NAME>...]
+  <SORT_ORDER> is the order in which rows in the result should be sorted.
+  Example:
+  # Select "name" and "value" columns from secure settings where "name" is equal to "new_setting" \
+and sort the result by name in ascending order.
+  adb shell content query --uri content://settings/secure --projection name:value \
+--where "name='new_setting'" --sort "name ASC"
+"""
+
+
+class _Provider(Protocol):
+    authorities: tuple[str, ...]
+
+    def query(self, authority: str, path: list[str]) -> Cursor | None: ...
+
+
+def _find_provider(p: Proc, authority: str) -> _Provider | None:
+    world = p.phone.world
+    app_of = getattr(world, "app", None)
+    if app_of is None:
+        return None
+    for info in world.packages():
+        app = app_of(info.name)
+        if authority in getattr(app, "authorities", ()) and hasattr(app, "query"):
+            return cast(_Provider, app)
+    return None
+
+
+def _fmt(v: object) -> str:
+    return "NULL" if v is None else str(v)
+
+
+def _fail(p: Proc, authority: str, exc: str) -> int:
+    p.error(f"Error while accessing provider:{authority}\n{exc}\n"
+            "\tat com.android.commands.content.Content$Command.execute(Content.java:522)\n"
+            "\tat com.android.commands.content.Content.main(Content.java:735)\n")
+    return 1
+
+
+@command("content")
+async def content(p: Proc) -> int:
+    args = p.args
+    if not args or args[0] in ("help", "-h", "--help"):
+        p.write(USAGE)
+        return 0
+    verb = args[0]
+    opts: dict[str, str] = {}
+    it = iter(args[1:])
+    for a in it:
+        if a in ("--uri", "--user", "--projection", "--where", "--sort", "--bind", "--extra",
+                 "--method", "--arg"):
+            opts[a] = next(it, "")
+        else:
+            p.error(f"Error: Unsupported argument: {a}\n{USAGE}")
+            return 1
+    if verb != "query":
+        p.error(f"Error: content {verb} is not supported by this device\n")
+        return 1
+    uri = opts.get("--uri", "")
+    if not uri:
+        p.error(f"Error: Content provider URI not specified\n{USAGE}")
+        return 1
+    parts = urlsplit(uri)
+    authority = parts.netloc
+    if parts.scheme != "content" or not authority:
+        return _fail(p, authority or uri,
+                     f"java.lang.IllegalStateException: Could not find provider: {uri}")
+    provider = _find_provider(p, authority)
+    if provider is None:
+        return _fail(p, authority, "java.lang.IllegalStateException: Could not find provider: "
+                     f"{authority}")
+    path = [unquote(s) for s in parts.path.split("/") if s]
+    cursor = provider.query(authority, path)
+    if cursor is None:
+        return _fail(p, authority, f"java.lang.IllegalArgumentException: Unknown URL {uri}")
+    columns, rows = cursor
+    try:
+        keep = compile_where(opts.get("--where", ""), columns)
+        rows = [r for r in rows if keep(r)]
+        if opts.get("--sort"):
+            rows = sort_rows(rows, opts["--sort"], columns)
+        shown = columns
+        if opts.get("--projection"):
+            shown = [c for c in opts["--projection"].split(":") if c]
+            bad = [c for c in shown if c not in columns]
+            if bad:
+                raise SqlError(f"no such column: {bad[0]}")
+    except SqlError as e:
+        return _fail(p, authority, f"android.database.sqlite.SQLiteException: {e} (code 1 "
+                     "SQLITE_ERROR)")
+    if not rows:
+        p.write("No result found.\n")
+        return 0
+    out = []
+    for i, r in enumerate(rows):
+        out.append(f"Row: {i} " + ", ".join(f"{c}={_fmt(r.get(c))}" for c in shown) + "\n")
+    p.write("".join(out))
+    return 0
