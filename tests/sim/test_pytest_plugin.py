@@ -23,3 +23,13 @@ def test_sim_marker_configures_the_farm(sim_farm: SimFarm,
     assert {(p.world.width, p.world.height) for p in sim_farm.phones} == {(360, 800)}
     assert sim_background.fault("sim-2", "boot-delay", seconds=60) == "booting for 60 s"
     assert not sim_farm.phone("sim-2").faults.boot_completed()
+
+
+def test_run_task_fixture_runs_a_task_in_one_line(run_task: Any) -> None:
+    from distrl_sdk.registry import TaskRegistry
+    from distrl_sdk.trajectory import EpisodeStatus
+
+    task = TaskRegistry.discover().get("settings.dark_theme_on")({})
+    assert run_task(task).status is EpisodeStatus.SUCCESS
+    assert run_task(task, policy="random", seed=1).status in (
+        EpisodeStatus.SUCCESS, EpisodeStatus.FAILURE)

@@ -63,6 +63,14 @@ def wrap(text: str, px: int, width: int) -> list[str]:
     return lines
 
 
+def _mask(f: ImageFont.FreeTypeFont, text: str, stroke: int) -> tuple[Image.Image, tuple[int, int]]:
+    core, offset = f.getmask2(text, mode="L", anchor="ls", stroke_width=stroke)
+    mask = Image.new("L", core.size)
+    if core.size[0] and core.size[1]:
+        mask.im = core
+    return mask, (int(offset[0]), int(offset[1]))
+
+
 class MaskCache:
     """LRU of rendered text masks: (text, px, bold) → (L image, x offset, y offset)."""
 
@@ -79,10 +87,12 @@ class MaskCache:
         f = font(px)
         # anchor "ls": x at the left edge, y at the baseline; bold = a thin stroke
         stroke = px // 40 if bold else 0  # a stroke smears small text: bold only when big
-        core, offset = f.getmask2(glyphs(text), mode="L", anchor="ls", stroke_width=stroke)
-        mask = Image.new("L", core.size)
-        if core.size[0] and core.size[1]:
-            mask.im = core
+        mask, offset = _mask(f, glyphs(text), 0)
+        if stroke:
+            # FreeType's stroker yields only the outline ring: fill it with the plain glyphs
+            ring, ring_offset = _mask(f, glyphs(text), stroke)
+            ring.paste(255, (offset[0] - ring_offset[0], offset[1] - ring_offset[1]), mask)
+            mask, offset = ring, ring_offset
         got = (mask, offset[0], offset[1])
         self._d[key] = got
         if len(self._d) > self.capacity:

@@ -40,20 +40,20 @@ def _back_arrow(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
 
 
 def _search(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
-    d.ellipse((u(3), u(3), u(16), u(16)), outline=c, width=int(u(2.2)))
-    d.line([(u(14), u(14)), (u(21), u(21))], fill=c, width=int(u(2.6)))
+    d.ellipse((u(3), u(3), u(16), u(16)), outline=c, width=int(u(2.2) - u(0)))
+    d.line([(u(14), u(14)), (u(21), u(21))], fill=c, width=int(u(2.6) - u(0)))
 
 
 def _nav_back(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
-    d.polygon([(u(17), u(4)), (u(17), u(20)), (u(5), u(12))], outline=c, width=int(u(2)))
+    d.polygon([(u(17), u(4)), (u(17), u(20)), (u(5), u(12))], outline=c, width=int(u(2) - u(0)))
 
 
 def _nav_home(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
-    d.ellipse((u(4), u(4), u(20), u(20)), outline=c, width=int(u(2)))
+    d.ellipse((u(4), u(4), u(20), u(20)), outline=c, width=int(u(2) - u(0)))
 
 
 def _nav_recents(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
-    d.rounded_rectangle((u(5), u(5), u(19), u(19)), radius=u(1.5), outline=c, width=int(u(2)))
+    d.rounded_rectangle((u(5), u(5), u(19), u(19)), radius=u(1.5), outline=c, width=int(u(2) - u(0)))
 
 
 def _gear(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
@@ -69,7 +69,7 @@ def _gear(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
 
 def _devices(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
     # bluetooth rune
-    w = int(u(2))
+    w = int(u(2) - u(0))
     d.line([(u(6.5), u(7)), (u(17), u(16.5)), (u(12), u(21)), (u(12), u(3)), (u(17), u(7.5)),
             (u(6.5), u(17))], fill=c, width=w, joint="curve")
 
@@ -93,8 +93,8 @@ def _storage(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
 def _sound(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
     d.polygon([(u(3), u(9)), (u(7), u(9)), (u(12), u(4)), (u(12), u(20)), (u(7), u(15)),
                (u(3), u(15))], fill=c)
-    d.arc((u(8), u(7), u(17), u(17)), -55, 55, fill=c, width=int(u(2)))
-    d.arc((u(7), u(3), u(21), u(21)), -55, 55, fill=c, width=int(u(2)))
+    d.arc((u(8), u(7), u(17), u(17)), -55, 55, fill=c, width=int(u(2) - u(0)))
+    d.arc((u(7), u(3), u(21), u(21)), -55, 55, fill=c, width=int(u(2) - u(0)))
 
 
 def _display(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
@@ -102,7 +102,7 @@ def _display(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
     for i in range(8):
         a = i / 8 * 2 * math.pi
         d.line([(u(12 + 7 * math.cos(a)), u(12 + 7 * math.sin(a))),
-                (u(12 + 10 * math.cos(a)), u(12 + 10 * math.sin(a)))], fill=c, width=int(u(2)))
+                (u(12 + 10 * math.cos(a)), u(12 + 10 * math.sin(a)))], fill=c, width=int(u(2) - u(0)))
 
 
 def _location(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
@@ -127,14 +127,14 @@ def _app(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
 
 
 def _close(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
-    w = int(u(2.2))
+    w = int(u(2.2) - u(0))
     d.line([(u(6), u(6)), (u(18), u(18))], fill=c, width=w)
     d.line([(u(18), u(6)), (u(6), u(18))], fill=c, width=w)
 
 
 def _wait(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
-    d.ellipse((u(3), u(3), u(21), u(21)), outline=c, width=int(u(2)))
-    d.line([(u(12), u(7)), (u(12), u(12)), (u(16), u(14))], fill=c, width=int(u(2)))
+    d.ellipse((u(3), u(3), u(21), u(21)), outline=c, width=int(u(2) - u(0)))
+    d.line([(u(12), u(7)), (u(12), u(12)), (u(16), u(14))], fill=c, width=int(u(2) - u(0)))
 
 
 GLYPHS: dict[str, Callable[[ImageDraw.ImageDraw, Pen, RGBA], None]] = {
