@@ -186,3 +186,36 @@ class AdbServerClient:
             elif kind == 3 and body:
                 code = body[0]
         return ShellV2Result(bytes(out), bytes(err), code)
+
+    async def host_command(self, request: str) -> str:
+        """A ``host:`` request whose reply is OKAY + a length-prefixed message."""
+        sock = await self._connect()
+        try:
+            await asyncio.wait_for(self._request(sock, request), self.timeout)
+            length = int(await asyncio.wait_for(self._recv_exact(sock, 4), self.timeout), 16)
+            return (await asyncio.wait_for(self._recv_exact(sock, length), self.timeout)).decode(
+                errors="replace")
+        except TimeoutError:
+            raise AdbServerError(f"`{request}` took longer than {self.timeout:g} s") from None
+        finally:
+            sock.close()
+
+    async def connect(self, target: str) -> str:
+        """``adb connect TARGET`` (``host:port``); raises unless the server reports success.
+
+        The adb server answers OKAY even when it fails ("failed to connect to …"), so
+        the message decides.
+        """
+        msg = await self.host_command(f"host:connect:{target}")
+        if "connected to" not in msg:  # "connected to" / "already connected to"
+            raise AdbServerError(f"adb connect {target}: {msg.strip()}")
+        return msg
+
+    async def disconnect(self, target: str) -> str:
+        """``adb disconnect TARGET``; a target that was not connected is not an error."""
+        try:
+            return await self.host_command(f"host:disconnect:{target}")
+        except AdbServerError as exc:
+            if "no such device" in str(exc):
+                return str(exc)
+            raise

@@ -53,7 +53,8 @@ def _nav_home(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
 
 
 def _nav_recents(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
-    d.rounded_rectangle((u(5), u(5), u(19), u(19)), radius=u(1.5), outline=c, width=int(u(2) - u(0)))
+    d.rounded_rectangle((u(5), u(5), u(19), u(19)), radius=u(1.5), outline=c,
+                        width=int(u(2) - u(0)))
 
 
 def _gear(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
@@ -102,7 +103,8 @@ def _display(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
     for i in range(8):
         a = i / 8 * 2 * math.pi
         d.line([(u(12 + 7 * math.cos(a)), u(12 + 7 * math.sin(a))),
-                (u(12 + 10 * math.cos(a)), u(12 + 10 * math.sin(a)))], fill=c, width=int(u(2) - u(0)))
+                (u(12 + 10 * math.cos(a)), u(12 + 10 * math.sin(a)))],
+               fill=c, width=int(u(2) - u(0)))
 
 
 def _location(d: ImageDraw.ImageDraw, u: Pen, c: RGBA) -> None:
