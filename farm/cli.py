@@ -225,9 +225,11 @@ def demo(count: int, profile: str, seed: int, out: Path, duration: float | None)
         _fail(str(exc))
 
 
-from farm.cli_tasks import tasks  # noqa: E402 - registered after the group exists
+from farm.cli_broker import broker  # noqa: E402 - registered after the group exists
+from farm.cli_tasks import tasks  # noqa: E402
 
 cli.add_command(tasks)
+cli.add_command(broker)
 
 
 def main() -> None:

@@ -46,6 +46,8 @@ def free_port_run(n: int) -> int:
 
 @pytest.mark.parametrize("args", [
     [], ["sim"], ["sim", "up"], ["sim", "down"], ["sim", "status"], ["sim", "fault"], ["demo"],
+    ["tasks"], ["tasks", "list"], ["tasks", "show"], ["tasks", "validate"], ["tasks", "run"],
+    ["broker"],
 ])
 def test_help_at_every_level(args: list[str]) -> None:
     proc = distrl(*args, "--help")

@@ -1,0 +1,145 @@
+"""Versioned wire schemas (pydantic v2). Every payload is an :class:`Envelope` whose
+``body`` validates against the model registered for ``(schema, version)``."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "SCHEMAS",
+    "AttachmentRef",
+    "Command",
+    "CommandResult",
+    "DeviceStatus",
+    "Envelope",
+    "Metrics",
+    "PolicyPointer",
+    "StepMsg",
+    "TrajectoryAck",
+    "TrajectoryMsg",
+    "new_id",
+]
+
+_ID_PATTERN = r"^[A-Za-z0-9._:@=-]{1,128}$"
+
+
+def new_id() -> str:
+    """A fresh message/trajectory id (uuid4 hex: topic-safe)."""
+    return uuid.uuid4().hex
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class Envelope(_Model):
+    """The outer frame of every payload (DESIGN.md §3)."""
+
+    schema_: str = Field(alias="schema", min_length=1, max_length=64)
+    version: int = Field(ge=1, le=1000)
+    id: str = Field(default_factory=new_id, pattern=_ID_PATTERN)
+    sent_at: float = Field(default_factory=time.time)
+    codec: str = Field(default="json", max_length=32)
+    farm_id: str | None = Field(default=None, pattern=_ID_PATTERN)
+    body: dict[str, Any] = Field(default_factory=dict)
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class AttachmentRef(_Model):
+    """A binary part of a trajectory payload: ``size`` bytes at ``offset`` after the header."""
+
+    name: str = Field(max_length=128)
+    content_type: str = Field(max_length=64)  # image/jpeg, image/png, application/octet-stream
+    offset: int = Field(ge=0)
+    size: int = Field(ge=0)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class StepMsg(_Model):
+    index: int = Field(ge=0)
+    action: dict[str, Any] | None = None  # distrl_sdk.actions.to_json, parsed back to a dict
+    action_raw: str | None = None  # an InvalidAction's raw text, if any
+    reward: float = 0.0
+    log_prob: float | None = None  # behaviour log μ(a|s)
+    policy_version: int | None = Field(default=None, ge=0)
+    ui_digest: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")  # sha1 of the UI dump
+    activity: str | None = None
+    timings: dict[str, float] = Field(default_factory=dict)  # seconds: observe/act/execute/...
+    frame: str | None = None  # name of an AttachmentRef
+
+
+class TrajectoryMsg(_Model):
+    id: str = Field(default_factory=new_id, pattern=_ID_PATTERN)
+    farm_id: str = Field(pattern=_ID_PATTERN)
+    device_id: str = Field(pattern=_ID_PATTERN)
+    task: str = Field(max_length=256)
+    instruction: str = ""
+    params: dict[str, Any] = Field(default_factory=dict)
+    status: Literal["running", "success", "failure", "aborted", "errored"] = "running"
+    reward: float = 0.0
+    answer: str | None = None
+    error: str | None = None
+    steps: list[StepMsg] = Field(default_factory=list)
+    attachments: list[AttachmentRef] = Field(default_factory=list)
+    started_at: float | None = None
+    ended_at: float | None = None
+
+
+class TrajectoryAck(_Model):
+    ids: list[str] = Field(min_length=1, max_length=10_000)
+    learner_id: str | None = None
+
+
+class DeviceStatus(_Model):
+    device_id: str = Field(pattern=_ID_PATTERN)
+    state: Literal["preparing", "ready", "busy", "offline", "quarantined", "paused"]
+    detail: str | None = None
+    policy_version: int | None = None
+    episodes: int = 0
+
+
+class PolicyPointer(_Model):
+    version: int = Field(ge=0)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    size: int = Field(ge=0)
+    where: str = Field(min_length=1, max_length=2048)  # URL or path of the blob
+
+
+class Command(_Model):
+    id: str = Field(default_factory=new_id, pattern=_ID_PATTERN)
+    device_id: str = Field(pattern=_ID_PATTERN)
+    op: Literal["pause", "resume", "reconnect", "quarantine", "run_task"]
+    args: dict[str, Any] = Field(default_factory=dict)
+    expires_at: float | None = None
+
+
+class CommandResult(_Model):
+    command_id: str = Field(pattern=_ID_PATTERN)
+    device_id: str = Field(pattern=_ID_PATTERN)
+    ok: bool
+    detail: str | None = None
+    result: dict[str, Any] = Field(default_factory=dict)
+
+
+class Metrics(_Model):
+    source: str = Field(max_length=128)
+    step: int | None = None
+    scalars: dict[str, float] = Field(default_factory=dict)
+
+
+#: (schema name, version) → body model
+SCHEMAS: dict[tuple[str, int], type[BaseModel]] = {
+    ("trajectory", 1): TrajectoryMsg,
+    ("trajectory_ack", 1): TrajectoryAck,
+    ("device_status", 1): DeviceStatus,
+    ("policy_pointer", 1): PolicyPointer,
+    ("command", 1): Command,
+    ("command_result", 1): CommandResult,
+    ("metrics", 1): Metrics,
+}
+SCHEMA_OF: dict[type[BaseModel], str] = {cls: name for (name, _v), cls in SCHEMAS.items()}

@@ -1,0 +1,213 @@
+"""An embedded MQTT broker for development and tests: a ``mosquitto`` subprocess on a
+loopback port with a generated config when the binary exists, else amqtt in-process
+(MQTT 3.1.1 only; see research notes §3)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = ["Backend", "EmbeddedBroker", "find_mosquitto", "free_port"]
+
+Backend = Literal["auto", "mosquitto", "amqtt"]
+log = logging.getLogger(__name__)
+
+
+def find_mosquitto() -> str | None:
+    for cand in (shutil.which("mosquitto"), "/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto"):
+        if cand and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+async def _wait_port(host: str, port: int, timeout: float, proc: subprocess.Popen[bytes] | None
+                     ) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"mosquitto exited with {proc.returncode}")
+        try:
+            _r, w = await asyncio.open_connection(host, port)
+            w.close()
+            with contextlib.suppress(Exception):
+                await w.wait_closed()
+            return
+        except OSError:
+            if loop.time() > deadline:
+                raise TimeoutError(f"broker did not listen on {host}:{port}") from None
+            await asyncio.sleep(0.02)
+
+
+class EmbeddedBroker:
+    """``async with EmbeddedBroker() as b: ... b.url``. The port stays fixed across
+    :meth:`restart`, so clients reconnect to the same URL; mosquitto's persistence
+    directory survives restarts (persistent sessions and queued messages are kept on a
+    clean stop; :meth:`kill` loses what was not saved)."""
+
+    def __init__(self, *, port: int | None = None, backend: Backend = "auto",
+                 host: str = "127.0.0.1", data_dir: str | os.PathLike[str] | None = None,
+                 max_queued_messages: int = 100_000,
+                 message_size_limit: int = 8 * 1024 * 1024) -> None:
+        if backend == "auto":
+            backend = "mosquitto" if find_mosquitto() else "amqtt"
+        if backend == "mosquitto" and not find_mosquitto():
+            raise RuntimeError("mosquitto binary not found (apt install mosquitto)")
+        self.backend: Backend = backend
+        self.host = host
+        self.port = port or free_port(host)
+        self.max_queued_messages = max_queued_messages
+        self.message_size_limit = max(message_size_limit, 2 * 1024 * 1024)
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        if data_dir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="distrl-broker-")
+            data_dir = self._tmp.name
+        self.data_dir = Path(data_dir)
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._amqtt: Any = None
+        self._amqtt_writers: set[asyncio.StreamWriter] = set()
+
+    @property
+    def url(self) -> str:
+        return f"mqtt://{self.host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        if self.backend == "mosquitto":
+            return self._proc is not None and self._proc.poll() is None
+        return self._amqtt is not None
+
+    def config_text(self) -> str:
+        return "\n".join([
+            f"listener {self.port} {self.host}",
+            "allow_anonymous true",
+            "persistence true",
+            f"persistence_location {self.data_dir}/",
+            "autosave_interval 60",
+            f"max_queued_messages {self.max_queued_messages}",
+            "max_queued_bytes 0",
+            "max_inflight_messages 100",
+            f"message_size_limit {self.message_size_limit}",
+            "persistent_client_expiration 1d",
+            "log_type error",
+            "log_type warning",
+            "",
+        ])
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        conf = self.data_dir / "mosquitto.conf"
+        conf.write_text(self.config_text())
+        exe = find_mosquitto()
+        assert exe is not None
+        with open(self.data_dir / "mosquitto.log", "ab") as logf:
+            return subprocess.Popen([exe, "-c", str(conf)], stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=logf)
+
+    async def start(self, timeout: float = 10.0) -> None:
+        if self.running:
+            return
+        if self.backend == "mosquitto":
+            self._proc = self._spawn()
+            try:
+                await _wait_port(self.host, self.port, timeout, self._proc)
+            except BaseException:
+                await self.kill()
+                raise
+        else:
+            # imported lazily (and untyped): only the fallback needs amqtt
+            Broker = importlib.import_module("amqtt.broker").Broker
+
+            cfg = {
+                "listeners": {"default": {"type": "tcp", "bind": f"{self.host}:{self.port}",
+                                          "max_connections": 1000}},
+                "plugins": {"amqtt.plugins.authentication.AnonymousAuthPlugin":
+                            {"allow_anonymous": True}},
+            }
+            broker = Broker(cfg)
+            writers: set[asyncio.StreamWriter] = set()
+            self._amqtt_writers = writers
+            orig = broker.stream_connected
+
+            async def tracked(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                              listener_name: str) -> None:
+                writers.add(writer)  # so a stop can drop every client connection
+                try:
+                    await orig(reader, writer, listener_name)
+                finally:
+                    writers.discard(writer)
+
+            broker.stream_connected = tracked
+            await broker.start()
+            self._amqtt = broker
+            await _wait_port(self.host, self.port, timeout, None)
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        """Clean stop (mosquitto: SIGTERM, which saves its persistence file)."""
+        if self._proc is not None:
+            proc, self._proc = self._proc, None
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    await asyncio.to_thread(proc.wait, timeout)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    await asyncio.to_thread(proc.wait)
+        if self._amqtt is not None:
+            broker, self._amqtt = self._amqtt, None
+            # close the listener and drop every connection first (amqtt's own shutdown
+            # can stall under load and leaves both open), then let it clean up
+            for srv in list(getattr(broker, "_servers", {}).values()):
+                inst = getattr(srv, "instance", None)
+                if inst is not None:
+                    inst.close()
+            for w in list(self._amqtt_writers):
+                w.transport.abort()
+            try:
+                async with asyncio.timeout(min(timeout, 3.0)):
+                    await broker.shutdown()
+            except Exception as e:
+                log.debug("amqtt shutdown: %r", e)
+
+    async def kill(self) -> None:
+        """Hard stop: SIGKILL for mosquitto (no persistence save); amqtt has no process,
+        so this is its shutdown (sessions are in memory and are lost)."""
+        if self._proc is not None:
+            proc, self._proc = self._proc, None
+            if proc.poll() is None:
+                proc.kill()
+                await asyncio.to_thread(proc.wait)
+        if self._amqtt is not None:
+            await self.stop()
+
+    async def restart(self, *, hard: bool = False) -> None:
+        await (self.kill() if hard else self.stop())
+        await self.start()
+
+    async def close(self) -> None:
+        await self.stop()
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    async def __aenter__(self) -> EmbeddedBroker:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,22 @@
+"""Moving trajectories over MQTT: the farm's spooling :class:`Publisher`, the learner's
+:class:`TrajectorySubscriber`, and broker URLs. Wire format: :mod:`distrl_sdk.wire`."""
+
+from farm.transport._conn import Backoff
+from farm.transport.publisher import Publisher, PublisherStats
+from farm.transport.spool import OnFull, Spool, SpoolEntry, SpoolFull
+from farm.transport.subscriber import SeenIds, TrajectorySubscriber
+from farm.transport.url import BrokerAddress, parse_broker_url
+
+__all__ = [
+    "Backoff",
+    "BrokerAddress",
+    "OnFull",
+    "Publisher",
+    "PublisherStats",
+    "SeenIds",
+    "Spool",
+    "SpoolEntry",
+    "SpoolFull",
+    "TrajectorySubscriber",
+    "parse_broker_url",
+]

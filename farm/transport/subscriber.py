@@ -1,0 +1,236 @@
+"""Learner side: receive trajectory chunks, reassemble, dedupe by trajectory id, ack.
+
+Each complete, valid trajectory is handed once to ``handler`` (or put on
+:attr:`TrajectorySubscriber.queue`); then a :class:`TrajectoryAck` goes to the farm's
+``ack`` topic. A trajectory seen before is acked again (its first ack may have been lost)
+but not delivered. Anything malformed is dropped and counted in :attr:`rejects` by
+reason; the subscriber keeps running. With ``clean_session=False`` (the default) and a
+stable ``client_id`` the broker queues trajectories while the learner is away."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import os
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import aiomqtt
+
+from distrl_sdk.wire import (
+    MAX_CHUNK_BYTES,
+    Chunk,
+    DecodedTrajectory,
+    Reassembler,
+    Rejected,
+    RejectReason,
+    TrajectoryAck,
+    decode_trajectory,
+    encode_envelope,
+    parse_message,
+    topics,
+    verify_payload,
+)
+from farm.transport._conn import Backoff
+from farm.transport.url import parse_broker_url
+
+__all__ = ["SeenIds", "TrajectorySubscriber"]
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[DecodedTrajectory], Awaitable[None] | None]
+
+
+class SeenIds:
+    """Bounded LRU of trajectory ids, optionally persisted as an append-only file (one id
+    per line; compacted to the newest ``capacity`` ids when it grows past 2×)."""
+
+    def __init__(self, capacity: int = 100_000, path: str | os.PathLike[str] | None = None):
+        self.capacity = capacity
+        self.path = Path(path) if path is not None else None
+        self._ids: OrderedDict[str, None] = OrderedDict()
+        self._lines = 0
+        if self.path is not None and self.path.exists():
+            for line in self.path.read_text().splitlines():
+                if line:
+                    self._remember(line)
+                    self._lines += 1
+
+    def _remember(self, tid: str) -> None:
+        self._ids[tid] = None
+        self._ids.move_to_end(tid)
+        while len(self._ids) > self.capacity:
+            self._ids.popitem(last=False)
+
+    def __contains__(self, tid: object) -> bool:
+        return tid in self._ids
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def add(self, tid: str) -> None:
+        self._remember(tid)
+        if self.path is not None:
+            with open(self.path, "a") as f:
+                f.write(tid + "\n")
+            self._lines += 1
+            if self._lines > 2 * self.capacity:
+                tmp = self.path.with_suffix(".tmp")
+                tmp.write_text("".join(t + "\n" for t in self._ids))
+                os.replace(tmp, self.path)
+                self._lines = len(self._ids)
+
+
+class TrajectorySubscriber:
+    def __init__(self, url: str, *, farm_id: str = "+", client_id: str = "distrl-learner",
+                 clean_session: bool = False, handler: Handler | None = None,
+                 queue_size: int = 0, reassembler: Reassembler | None = None,
+                 seen: SeenIds | None = None, max_chunk_bytes: int = MAX_CHUNK_BYTES,
+                 backoff: Backoff | None = None, keepalive: int = 15,
+                 learner_id: str | None = None) -> None:
+        self.address = parse_broker_url(url)
+        self.filter = topics.traj_filter(farm_id)
+        self.client_id = client_id
+        self.clean_session = clean_session
+        self.handler = handler
+        self.queue: asyncio.Queue[DecodedTrajectory] = asyncio.Queue(queue_size)
+        # sha256 of whole payloads is checked here, in a worker thread, not in the loop
+        self.reassembler = reassembler or Reassembler()
+        self.reassembler.verify = False
+        self.inline_verify_bytes = 4 * 1024 * 1024  # larger payloads are hashed in a thread
+        self.seen = seen or SeenIds()
+        self.max_chunk_bytes = max_chunk_bytes
+        self.backoff = backoff or Backoff()
+        self.keepalive = keepalive
+        self.learner_id = learner_id or client_id
+        self.rejects: Counter[str] = Counter()
+        self.delivered = 0
+        self.acks_sent = 0
+        self.connects = 0
+        self.connected = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    @property
+    def duplicates(self) -> int:
+        return self.rejects[RejectReason.DUPLICATE.value]
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._stopping = False
+            self._task = asyncio.create_task(self._run(), name="trajectory-subscriber")
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def __aenter__(self) -> TrajectorySubscriber:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            client = aiomqtt.Client(**self.address.client_kwargs(), identifier=self.client_id,
+                                    clean_session=self.clean_session, keepalive=self.keepalive,
+                                    max_queued_incoming_messages=0, timeout=10)
+            try:
+                async with client:
+                    self.connects += 1
+                    self.backoff.reset()
+                    await client.subscribe(self.filter, qos=1)
+                    self.connected.set()
+                    acks: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+                    # acks go out from their own task: a publish awaiting its PUBACK is not
+                    # woken by a lost connection, but the message loop is
+                    async with asyncio.TaskGroup() as tg:
+                        tg.create_task(self._loop(client, acks))
+                        tg.create_task(self._send_acks(client, acks))
+            except* aiomqtt.MqttError as eg:
+                log.info("subscriber: connection lost: %s", eg.exceptions[0])
+            finally:
+                self.connected.clear()
+            if not self._stopping:
+                await asyncio.sleep(self.backoff.next())
+
+    def _reject(self, r: Rejected) -> None:
+        self.rejects[r.reason.value] += 1
+        log.debug("rejected: %s %s", r.reason, r.detail)
+
+    async def _send_acks(self, client: aiomqtt.Client, acks: asyncio.Queue[tuple[str, str]]
+                         ) -> None:
+        while True:
+            batch = [await acks.get()]
+            while not acks.empty() and len(batch) < 1000:
+                batch.append(acks.get_nowait())
+            by_farm: dict[str, list[str]] = {}
+            for farm, tid in batch:
+                by_farm.setdefault(farm, []).append(tid)
+            for farm, ids in by_farm.items():
+                ack = TrajectoryAck(ids=ids, learner_id=self.learner_id)
+                await client.publish(topics.ack(farm), encode_envelope(ack, farm_id=farm),
+                                     qos=1)
+                self.acks_sent += len(ids)
+
+    async def _loop(self, client: aiomqtt.Client, acks: asyncio.Queue[tuple[str, str]]
+                    ) -> None:
+        last_expire = time.monotonic()
+        async for m in client.messages:
+            now = time.monotonic()
+            if now - last_expire > 1.0:
+                before = self.reassembler.expired
+                self.reassembler.expire(now)
+                if self.reassembler.expired > before:
+                    self.rejects[RejectReason.TIMEOUT.value] += self.reassembler.expired - before
+                last_expire = now
+            parsed = parse_message(str(m.topic), m.payload,
+                                   max_chunk_bytes=self.max_chunk_bytes)
+            if isinstance(parsed, Rejected):
+                self._reject(parsed)
+                continue
+            if not isinstance(parsed, Chunk):
+                self.rejects["unexpected_message"] += 1
+                continue
+            whole = self.reassembler.feed(parsed, now)
+            if whole is None:
+                continue
+            if isinstance(whole, Rejected):
+                self._reject(whole)
+                continue
+            checked = (verify_payload(whole, parsed.sha256) if len(whole) < self.inline_verify_bytes
+                       else await asyncio.to_thread(verify_payload, whole, parsed.sha256))
+            if isinstance(checked, Rejected):
+                self._reject(checked)
+                continue
+            # the whole payload's sha256 was checked: skip the attachments' own
+            decoded = decode_trajectory(whole, verify_attachments=False)
+            if isinstance(decoded, Rejected):
+                self._reject(decoded)
+                continue
+            farm = str(m.topic).split("/")[2]
+            tid = decoded.msg.id
+            if tid != parsed.msg_id or decoded.msg.farm_id != farm:
+                self._reject(Rejected(RejectReason.BAD_BODY, "ids differ from topic/chunks"))
+                continue
+            if tid in self.seen:
+                self.rejects[RejectReason.DUPLICATE.value] += 1
+            else:
+                if self.handler is not None:
+                    res = self.handler(decoded)
+                    if inspect.isawaitable(res):
+                        await res
+                else:
+                    await self.queue.put(decoded)
+                self.seen.add(tid)
+                self.delivered += 1
+            acks.put_nowait((farm, tid))

@@ -1,0 +1,187 @@
+"""End to end against real brokers: mosquitto subprocess and the amqtt fallback."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import Callable
+from pathlib import Path
+
+import aiomqtt
+
+from distrl_sdk.wire import (
+    DecodedTrajectory,
+    DeviceStatus,
+    Message,
+    Reassembler,
+    encode_envelope,
+    parse_message,
+    split_chunks,
+    topics,
+)
+from farm.broker import EmbeddedBroker
+from farm.transport import Publisher, TrajectorySubscriber, parse_broker_url
+from tests.transport.conftest import fast_backoff, make_traj, png_frame
+
+MB = 1024 * 1024
+
+
+def _pub(broker: EmbeddedBroker, tmp: Path, **kw: object) -> Publisher:
+    return Publisher(broker.url, "farm1", tmp / "spool", backoff=fast_backoff(),
+                     resend_after_s=kw.pop("resend_after_s", 3.0),  # type: ignore[arg-type]
+                     **kw)  # type: ignore[arg-type]
+
+
+def _sub(broker: EmbeddedBroker, got: list[DecodedTrajectory], **kw: object
+         ) -> TrajectorySubscriber:
+    kw.setdefault("client_id", "learner-test")
+    return TrajectorySubscriber(broker.url, handler=got.append, backoff=fast_backoff(),
+                                **kw)  # type: ignore[arg-type]
+
+
+async def _until(pred: Callable[[], bool], timeout: float = 20.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not pred():  # noqa: ASYNC110 - polling a counter in a test
+            await asyncio.sleep(0.02)
+
+
+async def test_multi_mb_trajectories_exactly_once(broker: EmbeddedBroker, tmp_path: Path) -> None:
+    got: list[DecodedTrajectory] = []
+    blobs = {i: os.urandom(int(2.5 * MB)) for i in range(4)}
+    async with _sub(broker, got) as sub:
+        await sub.connected.wait()
+        async with _pub(broker, tmp_path) as pub:
+            ids = []
+            for i in range(4):
+                ids.append(await pub.publish(
+                    make_traj(), frames={0: png_frame(seed=i + 1)},
+                    extra={"blob": ("application/octet-stream", blobs[i])}))
+            assert await pub.wait_acked(30)
+            assert len(pub.spool) == 0
+            # acked files are unlinked on a worker thread, just after the in-memory entry
+            await _until(lambda: not any((tmp_path / "spool").iterdir()), timeout=5)
+        await _until(lambda: len(got) == 4)
+    assert sorted(d.msg.id for d in got) == sorted(ids)
+    for d in got:
+        assert d.attachments["frame/0"][:2] == b"\xff\xd8"  # JPEG
+        assert d.msg.steps[0].frame == "frame/0"
+        assert d.msg.steps[0].log_prob == -1.25
+    assert {len(d.attachments["blob"]) for d in got} == {int(2.5 * MB)}
+    assert {d.attachments["blob"] for d in got} == set(blobs.values())
+    assert sub.rejects.total() == 0
+
+
+async def test_broker_killed_mid_run(broker: EmbeddedBroker, tmp_path: Path) -> None:
+    got: list[DecodedTrajectory] = []
+    async with _sub(broker, got) as sub, _pub(broker, tmp_path, resend_after_s=1.5) as pub:
+        await sub.connected.wait()
+        ids = [await pub.publish(make_traj(), extra={"b": ("x/y", os.urandom(MB // 2))})
+               for _ in range(10)]
+        await _until(lambda: len(got) >= 3)
+        await broker.restart(hard=True)  # mid-run: some trajectories still in flight
+        ids += [await pub.publish(make_traj(), extra={"b": ("x/y", os.urandom(MB // 2))})
+                for _ in range(10)]
+        assert await pub.wait_acked(30)
+        await _until(lambda: len(got) == 20)
+        await asyncio.sleep(0.3)
+    assert sorted(d.msg.id for d in got) == sorted(ids)  # nothing lost, nothing twice
+    assert pub.stats.connects >= 2
+
+
+async def test_subscriber_away(broker: EmbeddedBroker, tmp_path: Path) -> None:
+    got: list[DecodedTrajectory] = []
+    sub = _sub(broker, got)
+    await sub.start()
+    await sub.connected.wait()
+    await sub.stop()  # the learner goes away; its persistent session stays (mosquitto)
+    async with _pub(broker, tmp_path, resend_after_s=1.0) as pub:
+        ids = [await pub.publish(make_traj(), extra={"b": ("x/y", os.urandom(300_000))})
+               for _ in range(15)]
+        await asyncio.sleep(0.5)
+        assert len(pub.spool) == 15  # nobody acked
+        sub2 = _sub(broker, got)
+        async with sub2:
+            assert await pub.wait_acked(30)
+            await asyncio.sleep(0.3)
+    assert sorted(d.msg.id for d in got) == sorted(ids)
+
+
+async def test_hostile_messages_counted_and_survived(broker: EmbeddedBroker,
+                                                     tmp_path: Path) -> None:
+    got: list[DecodedTrajectory] = []
+    async with _sub(broker, got, reassembler=Reassembler(max_pending_messages=16)) as sub:
+        await sub.connected.wait()
+        addr = parse_broker_url(broker.url)
+        async with aiomqtt.Client(**addr.client_kwargs(), identifier="evil") as evil:
+            t = topics.traj("farm1", "evil1")
+            await evil.publish(t, b"{not json", qos=1)  # bad chunk
+            await evil.publish(t, b"\x00" * (2 * MB), qos=1)  # huge
+            good = split_chunks("evil2", b"DRT1" + b"\x00" * 10)
+            await evil.publish(topics.traj("farm1", "evil2"), good[0], qos=1)  # bad payload
+            # wrong sha: flip a byte of chunk data
+            chunks = split_chunks("evil3", os.urandom(1_500_000))
+            bad = bytearray(chunks[1])
+            bad[-1] ^= 0xFF
+            for c in (chunks[0], bytes(bad)):
+                await evil.publish(topics.traj("farm1", "evil3"), c, qos=1)
+            # a chunk flood: many partial messages (first of 3 chunks each)
+            for i in range(40):
+                c = split_chunks(f"flood{i}", os.urandom(3000), max_bytes=1536)[0]
+                await evil.publish(topics.traj("farm1", f"flood{i}"), c, qos=1)
+            # wrong schema on a traj topic, inside a valid chunk
+            env = encode_envelope(DeviceStatus(device_id="d", state="ready"), farm_id="farm1")
+            await evil.publish(topics.traj("farm1", "evil4"),
+                               split_chunks("evil4", b"DRT1" + len(env).to_bytes(4, "big")
+                                            + env)[0], qos=1)
+        async with _pub(broker, tmp_path) as pub:
+            tid = await pub.publish(make_traj())
+            assert await pub.wait_acked(20)
+        await _until(lambda: len(got) == 1)
+    assert got[0].msg.id == tid
+    r = sub.rejects
+    assert r["bad_chunk"] >= 1
+    assert r["too_large"] >= 1
+    assert r["bad_json"] >= 1  # a payload with the magic but an empty header
+    assert r["sha_mismatch"] == 1
+    assert r["pending_full"] == 40 - 16
+    assert r["wrong_schema"] == 1
+
+
+async def test_retained_status_and_last_will(broker: EmbeddedBroker, tmp_path: Path) -> None:
+    pub = _pub(broker, tmp_path, controller_id="ctl")
+    await pub.start()
+    await pub.connected.wait()
+    await pub.set_status(DeviceStatus(device_id="emu-1", state="busy"))
+    # a crash: drop the TCP connection without DISCONNECT so the broker fires the will
+    assert pub._client is not None
+    pub._stopping = True  # no reconnect
+    sock = pub._client._client.socket()
+    assert isinstance(sock, socket.socket)
+    sock.shutdown(socket.SHUT_RDWR)
+    await asyncio.sleep(0.5)
+    addr = parse_broker_url(broker.url)
+    seen: dict[str, str] = {}
+    async with aiomqtt.Client(**addr.client_kwargs(), identifier="tui") as c:
+        await c.subscribe("distrl/v1/farm1/status/+", qos=1)
+        async with asyncio.timeout(5):
+            async for m in c.messages:
+                p = parse_message(str(m.topic), m.payload)
+                assert isinstance(p, Message) and isinstance(p.body, DeviceStatus)
+                seen[p.body.device_id] = p.body.state
+                if len(seen) == 2 and seen.get("ctl") == "offline":
+                    break
+    await pub.stop(graceful=False)
+    assert seen == {"ctl": "offline", "emu-1": "busy"}
+
+
+async def test_farm_restart_replays_spool(broker: EmbeddedBroker, tmp_path: Path) -> None:
+    async with _pub(broker, tmp_path) as pub:  # nobody listening: nothing acked
+        ids = [await pub.publish(make_traj()) for _ in range(5)]
+    assert len(pub.spool) == 5
+    got: list[DecodedTrajectory] = []
+    async with _sub(broker, got, client_id="learner-fresh"), _pub(broker, tmp_path) as pub2:
+        assert len(pub2.spool) == 5  # reloaded from disk
+        assert await pub2.wait_acked(20)
+        await _until(lambda: len(got) == 5)
+    assert sorted(d.msg.id for d in got) == sorted(ids)

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from farm.transport import Spool, SpoolFull, parse_broker_url
+
+
+async def test_spool_persists_and_orders(tmp_path: Path) -> None:
+    s = Spool(tmp_path)
+    for i in range(5):
+        assert await s.put(f"t{i}", b"x" * (i + 1))
+    assert not await s.put("t0", b"again")  # same id: kept once
+    assert len(s) == 5 and s.size_bytes == 15
+    (tmp_path / "junk.tmp").write_bytes(b"half-written")
+    s2 = Spool(tmp_path)  # a farm restart
+    assert s2.ids() == [f"t{i}" for i in range(5)]
+    assert s2.read("t3") == b"xxxx"
+    assert not (tmp_path / "junk.tmp").exists()
+    assert await s2.remove(["t1", "t3", "nope"]) == 2
+    assert Spool(tmp_path).ids() == ["t0", "t2", "t4"]
+    assert await s2.put("t5", b"y")
+    assert Spool(tmp_path).ids()[-1] == "t5"
+
+
+async def test_spool_full_policies(tmp_path: Path) -> None:
+    rej = Spool(tmp_path / "r", max_entries=2, on_full="reject")
+    await rej.put("a", b"1")
+    await rej.put("b", b"2")
+    with pytest.raises(SpoolFull):
+        await rej.put("c", b"3")
+    with pytest.raises(SpoolFull):
+        await Spool(tmp_path / "big", max_bytes=10).put("a", b"x" * 11)
+
+    drop = Spool(tmp_path / "d", max_bytes=10, on_full="drop_oldest")
+    await drop.put("a", b"x" * 4)
+    await drop.put("b", b"x" * 4)
+    await drop.put("c", b"x" * 4)
+    assert drop.ids() == ["b", "c"] and drop.dropped == 1
+
+    blk = Spool(tmp_path / "b", max_entries=1, on_full="block", block_timeout_s=5)
+    await blk.put("a", b"1")
+    waiter = asyncio.create_task(blk.put("b", b"2"))
+    await asyncio.sleep(0.05)
+    assert not waiter.done()
+    await blk.remove(["a"])  # the learner acks: room again
+    assert await waiter
+    blk.block_timeout_s = 0.05
+    with pytest.raises(SpoolFull):
+        await blk.put("c", b"3")
+
+
+def test_broker_urls() -> None:
+    a = parse_broker_url("mqtt://user:p%40ss@broker.lan:1884")
+    assert (a.hostname, a.port, a.username, a.password, a.tls) == (
+        "broker.lan", 1884, "user", "p@ss", False)
+    kw = a.client_kwargs()
+    assert kw["hostname"] == "broker.lan" and kw["password"] == "p@ss"
+    assert "p@ss" not in str(a)
+    t = parse_broker_url("mqtts://h")
+    assert t.port == 8883 and t.tls and "tls_context" in t.client_kwargs()
+    assert parse_broker_url("localhost").port == 1883
+    ins = parse_broker_url("mqtts://h:9000?insecure=1")
+    assert ins.insecure and ins.client_kwargs()["tls_context"].check_hostname is False
+    for bad in ["http://h", "mqtt://", "mqtt://h:notaport"]:
+        with pytest.raises(ValueError):
+            parse_broker_url(bad)
