@@ -1,0 +1,29 @@
+"""Collection: episode workers over the device registry, async (DistRL) or sync (DigiRL)."""
+
+from farm.collect.collector import Collector, CollectorConfig, CollectorStats, Mode
+from farm.collect.policy import (
+    OracleProvider,
+    PolicyChoice,
+    PolicyProvider,
+    RandomProvider,
+    StaticProvider,
+)
+from farm.collect.sampler import TaskSampler
+from farm.collect.sink import EpisodeMeta, JsonlSink, MemorySink, TrajectorySink
+
+__all__ = [
+    "Collector",
+    "CollectorConfig",
+    "CollectorStats",
+    "EpisodeMeta",
+    "JsonlSink",
+    "MemorySink",
+    "Mode",
+    "OracleProvider",
+    "PolicyChoice",
+    "PolicyProvider",
+    "RandomProvider",
+    "StaticProvider",
+    "TaskSampler",
+    "TrajectorySink",
+]
