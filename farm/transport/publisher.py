@@ -230,8 +230,10 @@ class Publisher:
                 ids = list(parsed.body.ids)
                 early = [i for i in ids if i in self._early]
                 self._early_acked.update(early)
-                n = await self.spool.remove(ids)
-                self.stats.acked += n + len(early)
+                # count before awaiting: remove() empties the index at once, so a
+                # wait_acked() woken by it must already see the acks in the stats
+                self.stats.acked += len(early) + sum(1 for i in ids if i in self.spool)
+                await self.spool.remove(ids)
 
     async def _send(self, client: aiomqtt.Client) -> None:
         sent_at: dict[str, float] = {}  # this connection only: a reconnect replays all
