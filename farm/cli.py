@@ -226,10 +226,13 @@ def demo(count: int, profile: str, seed: int, out: Path, duration: float | None)
 
 
 from farm.cli_broker import broker  # noqa: E402 - registered after the group exists
+from farm.cli_farm import farm, traj  # noqa: E402
 from farm.cli_tasks import tasks  # noqa: E402
 
 cli.add_command(tasks)
 cli.add_command(broker)
+cli.add_command(farm)
+cli.add_command(traj)
 
 
 def main() -> None:
