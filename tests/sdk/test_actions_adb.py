@@ -33,6 +33,7 @@ from distrl_sdk.actions import (
 from distrl_sdk.device import Device, ShellOutput
 from distrl_sdk.errors import DeviceError
 from distrl_sdk.uitree import UIElement
+from farm.sim.shell.commands.input import decode_text
 
 SCREEN = (1080, 2400)
 
@@ -87,21 +88,8 @@ def test_unknown_app_is_a_clear_error() -> None:
 
 
 def android_input_text(arg: str) -> str:
-    """What ``input text ARG`` types: InputShellCommand.sendText's ``%s`` scan."""
-    buf = list(arg)
-    escape = False
-    i = 0
-    while i < len(buf):
-        if escape:
-            escape = False
-            if buf[i] == "s":
-                buf[i] = " "
-                del buf[i - 1]
-                i -= 1
-        if buf[i] == "%":
-            escape = True
-        i += 1
-    return "".join(buf)
+    """What ``input text ARG`` types: the sim's port of InputShellCommand's ``%s`` scan."""
+    return decode_text(arg)
 
 
 def typed(commands: list[str]) -> str:
