@@ -53,8 +53,8 @@ def tasks() -> None:
 def tasks_list(paths: tuple[Path, ...], as_json: bool) -> None:
     """List every task that can be run."""
     reg = _registry(paths)
-    rows = [{**t().describe(), "source": reg.source(t.name), "oracle": t().has_oracle}
-            for t in reg]
+    rows = [{**(task := t()).describe(), "source": reg.source(t.name),
+             "oracle": task.has_oracle} for t in reg]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
