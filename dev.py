@@ -71,7 +71,7 @@ def ensure_env() -> None:
         say(f"installing {TORCH} (CPU build where one is available) …")
         run(*pip, TORCH, *extra)
     say("installing distrl and its plugins (editable) …")
-    run(*pip, "-e", f"{ROOT}[dev]", *[a for d in plugin_dirs() for a in ("-e", str(d))])
+    run(*pip, "-e", f"{ROOT}[dev,learn]", *[a for d in plugin_dirs() for a in ("-e", str(d))])
     STAMP.write_text(stamp)
 
 

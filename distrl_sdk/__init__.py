@@ -19,7 +19,7 @@ from distrl_sdk.errors import (
     TaskError,
 )
 from distrl_sdk.evaluators import RewardEvaluator, evaluator_from_config
-from distrl_sdk.policy import Observation, OraclePolicy, Policy, RandomPolicy
+from distrl_sdk.policy import Decision, Observation, OraclePolicy, Policy, RandomPolicy
 from distrl_sdk.registry import TaskRegistry, load_task_path
 from distrl_sdk.runner import run_episode
 from distrl_sdk.task import Task
@@ -32,6 +32,7 @@ __all__ = [
     "AdbTimeout",
     "Bounds",
     "ConfigError",
+    "Decision",
     "DeployRefused",
     "Device",
     "DeviceBusy",

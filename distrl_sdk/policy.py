@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from distrl_sdk.uitree import UIElement
 
-__all__ = ["Observation", "OraclePolicy", "Policy", "RandomPolicy"]
+__all__ = ["Decision", "Observation", "OraclePolicy", "Policy", "RandomPolicy"]
 
 
 @dataclass
@@ -29,8 +29,28 @@ class Observation:
     screenshot_png: bytes | None = None
 
 
+@dataclass
+class Decision:
+    """What a learning policy returns from ``act``: the action plus what the learner needs.
+
+    ``run_episode`` executes ``action`` and records the rest on the step (``log_prob``,
+    ``policy_version``, ``obs`` → ``info["policy_obs"]``, ``choice`` →
+    ``info["policy_choice"]``), from where they travel to the learner in the trajectory.
+    ``obs``/``choice`` are the policy's own JSON-able encodings: enough to recompute
+    log π(choice | obs) under newer weights."""
+
+    action: Any  # a distrl_sdk.actions Action, or InvalidAction
+    log_prob: float | None = None  # behaviour log μ(a|s)
+    policy_version: int | None = None
+    obs: dict[str, Any] | None = None
+    choice: dict[str, Any] | None = None
+    info: dict[str, Any] = field(default_factory=dict)  # e.g. entropy, raw model text
+
+
 class Policy(Protocol):
-    """Chooses the next action (or returns an InvalidAction it could not produce)."""
+    """Chooses the next action (or returns an InvalidAction it could not produce).
+
+    ``act`` returns an action, or a :class:`Decision` wrapping one."""
 
     name: str
 

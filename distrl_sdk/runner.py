@@ -16,7 +16,7 @@ from typing import Any
 from distrl_sdk.actions import Answer, InvalidAction, execute, is_terminal
 from distrl_sdk.device import Device
 from distrl_sdk.errors import DeviceError, DistRLError, TaskError
-from distrl_sdk.policy import Observation, Policy
+from distrl_sdk.policy import Decision, Observation, Policy
 from distrl_sdk.task import Task
 from distrl_sdk.trajectory import EpisodeStatus, Step, Trajectory
 
@@ -24,6 +24,19 @@ __all__ = ["SUCCESS_THRESHOLD", "run_episode"]
 
 SUCCESS_THRESHOLD = 0.5
 log = logging.getLogger(__name__)
+
+
+def _decision_info(d: Decision) -> dict[str, Any]:
+    out: dict[str, Any] = dict(d.info)
+    if d.log_prob is not None:
+        out["log_prob"] = float(d.log_prob)
+    if d.policy_version is not None:
+        out["policy_version"] = int(d.policy_version)
+    if d.obs is not None:
+        out["policy_obs"] = d.obs
+    if d.choice is not None:
+        out["policy_choice"] = d.choice
+    return out
 
 
 async def run_episode(
@@ -53,8 +66,12 @@ async def run_episode(
             t1 = time.perf_counter()
             action: Any = await policy.act(obs)
             t2 = time.perf_counter()
-            step = Step(index=i, action=action, screen=elements,
-                        info={"observe_ms": (t1 - t0) * 1000, "policy_ms": (t2 - t1) * 1000})
+            info: dict[str, Any] = {"observe_ms": (t1 - t0) * 1000,
+                                    "policy_ms": (t2 - t1) * 1000}
+            if isinstance(action, Decision):
+                info.update(_decision_info(action))
+                action = action.action
+            step = Step(index=i, action=action, screen=elements, info=info)
             if shot is not None:
                 step.info["screenshot_png"] = shot
             traj.steps.append(step)

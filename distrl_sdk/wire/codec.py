@@ -23,6 +23,7 @@ from distrl_sdk.wire.schemas import (
     SCHEMA_OF,
     SCHEMAS,
     AttachmentRef,
+    DeviceFrame,
     Envelope,
     StepMsg,
     TrajectoryMsg,
@@ -30,8 +31,10 @@ from distrl_sdk.wire.schemas import (
 
 __all__ = [
     "CHUNK_MAGIC",
+    "FRAME_MAGIC",
     "MAX_CHUNK_BYTES",
     "MAX_CONTROL_BYTES",
+    "MAX_FRAME_BYTES",
     "TRAJ_CODEC",
     "TRAJ_MAGIC",
     "Chunk",
@@ -43,6 +46,7 @@ __all__ = [
     "Rejected",
     "decode_trajectory",
     "encode_envelope",
+    "encode_frame",
     "encode_trajectory",
     "frame_to_jpeg",
     "parse_chunk",
@@ -55,6 +59,8 @@ __all__ = [
 
 TRAJ_MAGIC = b"DRT1"
 CHUNK_MAGIC = b"DRK1"
+FRAME_MAGIC = b"DRF1"
+MAX_FRAME_BYTES = 2 * 1024 * 1024  # a thumbnail, not a screenshot archive
 TRAJ_CODEC = "distrl-traj/1"
 MAX_CHUNK_BYTES = 1_000_000  # whole MQTT payload of one chunk, header included (EMQX: 1 MiB)
 MAX_CHUNK_HEADER = 512
@@ -152,6 +158,7 @@ def trajectory_to_msg(traj: Trajectory, *, farm_id: str, device_id: str,
             policy_version=int(pv) if pv is not None else None,
             ui_digest=digest, activity=s.activity,
             timings={str(k): float(v) for k, v in dict(timings).items()},
+            obs=info.get("policy_obs"), choice=info.get("policy_choice"),
         ))
     kw: dict[str, Any] = {"id": traj_id} if traj_id else {}
     return TrajectoryMsg(farm_id=farm_id, device_id=device_id, task=traj.task,
@@ -454,6 +461,43 @@ class Message:
     topic: topics.ParsedTopic
     envelope: Envelope
     body: BaseModel
+    data: bytes | None = None  # the image of a device_frame message
+
+
+def encode_frame(frame: DeviceFrame, image: bytes, *, farm_id: str | None = None) -> bytes:
+    """``FRAME_MAGIC | u32 header length | Envelope JSON | image bytes`` (topic ``frame``)."""
+    env = Envelope(schema="device_frame", version=1, codec="frame", farm_id=farm_id,
+                   body=frame.model_dump(mode="json"))
+    header = env.model_dump_json(by_alias=True).encode()
+    return b"".join([FRAME_MAGIC, _U32.pack(len(header)), header, image])
+
+
+def _parse_frame(data: bytes, t: topics.ParsedTopic) -> Message | Rejected:
+    if len(data) > MAX_FRAME_BYTES:
+        return Rejected(RejectReason.TOO_LARGE, f"frame of {len(data)} B")
+    if data[:4] != FRAME_MAGIC or len(data) < 8:
+        return Rejected(RejectReason.BAD_PAYLOAD, "no frame magic")
+    (hlen,) = _U32.unpack_from(data, 4)
+    if hlen > min(MAX_CONTROL_BYTES, len(data) - 8):
+        return Rejected(RejectReason.BAD_PAYLOAD, f"header length {hlen} out of range")
+    try:
+        raw = json.loads(data[8 : 8 + hlen])
+    except (ValueError, RecursionError) as e:
+        return Rejected(RejectReason.BAD_JSON, str(e)[:200])
+    env = _envelope(raw)
+    if isinstance(env, Rejected):
+        return env
+    if (env.schema_, env.version) != ("device_frame", 1):
+        return Rejected(RejectReason.WRONG_SCHEMA, f"{env.schema_} v{env.version} on frame")
+    try:
+        body = DeviceFrame.model_validate(env.body)
+    except ValueError as e:
+        return Rejected(RejectReason.BAD_BODY, str(e)[:200])
+    if t.item_id is not None and body.device_id != t.item_id:
+        return Rejected(RejectReason.BAD_BODY, "device id differs from topic")
+    if t.farm_id is not None and env.farm_id not in (None, t.farm_id):
+        return Rejected(RejectReason.BAD_ENVELOPE, "farm id differs from topic")
+    return Message(t, env, body, bytes(data[8 + hlen :]))
 
 
 _KIND_SCHEMA = {
@@ -463,6 +507,7 @@ _KIND_SCHEMA = {
     "cmd_result": "command_result",
     "metrics": "metrics",
     "policy_pointer": "policy_pointer",
+    "learner_metrics": "metrics",
 }
 
 
@@ -480,8 +525,10 @@ def parse_message(topic: str, payload: bytes | bytearray | memoryview | str | An
         if not isinstance(payload, bytes | bytearray | memoryview):
             return Rejected(RejectReason.BAD_PAYLOAD, f"payload type {type(payload).__name__}")
         data = bytes(payload)
-        if t.kind == "traj":
+        if t.kind in ("traj", "policy_blob"):
             return parse_chunk(data, max_bytes=max_chunk_bytes)
+        if t.kind == "frame":
+            return _parse_frame(data, t)
         if len(data) > MAX_CONTROL_BYTES:
             return Rejected(RejectReason.TOO_LARGE, f"{len(data)} B on {t.kind}")
         try:

@@ -14,6 +14,7 @@ __all__ = [
     "AttachmentRef",
     "Command",
     "CommandResult",
+    "DeviceFrame",
     "DeviceStatus",
     "Envelope",
     "Metrics",
@@ -71,6 +72,10 @@ class StepMsg(_Model):
     activity: str | None = None
     timings: dict[str, float] = Field(default_factory=dict)  # seconds: observe/act/execute/...
     frame: str | None = None  # name of an AttachmentRef
+    # the policy's own JSON encodings of what it saw and chose (distrl_sdk.policy.Decision):
+    # the learner recomputes log π(a|s) from them; absent for scripted/random policies
+    obs: dict[str, Any] | None = None
+    choice: dict[str, Any] | None = None
 
 
 class TrajectoryMsg(_Model):
@@ -96,24 +101,58 @@ class TrajectoryAck(_Model):
 
 
 class DeviceStatus(_Model):
+    """Retained per device; re-published on every state change and (while busy) each step."""
+
     device_id: str = Field(pattern=_ID_PATTERN)
     state: Literal["preparing", "ready", "busy", "offline", "quarantined", "paused"]
     detail: str | None = None
     policy_version: int | None = None
     episodes: int = 0
+    task: str | None = Field(default=None, max_length=256)  # while busy
+    instruction: str | None = Field(default=None, max_length=1024)
+    step: int | None = Field(default=None, ge=0)
+    episode_return: float | None = None
+    last_action: dict[str, Any] | None = None  # distrl_sdk.actions JSON of the newest action
+    battery: int | None = Field(default=None, ge=0, le=100)  # percent
+    temperature_c: float | None = None
+    kind: str | None = Field(default=None, max_length=32)  # usb | tcp | emulator | sim
+    updated_at: float = Field(default_factory=time.time)
+
+
+class DeviceFrame(_Model):
+    """A live screen thumbnail (topic ``…/frame/<device>``); the image is the attachment
+    of :func:`distrl_sdk.wire.encode_frame`. ``actions``: the newest actions (pixels) for
+    drawing on it."""
+
+    device_id: str = Field(pattern=_ID_PATTERN)
+    width: int = Field(ge=1, le=10_000)  # of the thumbnail
+    height: int = Field(ge=1, le=10_000)
+    screen_width: int = Field(ge=1, le=100_000)  # of the device, for scaling actions
+    screen_height: int = Field(ge=1, le=100_000)
+    step: int | None = Field(default=None, ge=0)
+    content_type: Literal["image/jpeg", "image/png"] = "image/jpeg"
+    actions: list[dict[str, Any]] = Field(default_factory=list, max_length=16)
+    captured_at: float = Field(default_factory=time.time)
 
 
 class PolicyPointer(_Model):
+    """Retained on ``distrl/v1/policy/pointer``. ``where``: ``mqtt:<blob topic>`` (the blob
+    in chunks on that topic, retained), a ``file://`` path or an ``http(s)://`` URL."""
+
     version: int = Field(ge=0)
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     size: int = Field(ge=0)
-    where: str = Field(min_length=1, max_length=2048)  # URL or path of the blob
+    where: str = Field(min_length=1, max_length=2048)
+    kind: str = Field(default="uitree", max_length=64)  # which policy class loads the weights
+    config: dict[str, Any] = Field(default_factory=dict)  # that class's architecture config
+    format: Literal["safetensors"] = "safetensors"
+    published_at: float = Field(default_factory=time.time)
 
 
 class Command(_Model):
     id: str = Field(default_factory=new_id, pattern=_ID_PATTERN)
     device_id: str = Field(pattern=_ID_PATTERN)
-    op: Literal["pause", "resume", "reconnect", "quarantine", "run_task"]
+    op: Literal["pause", "resume", "reconnect", "quarantine", "release", "run_task"]
     args: dict[str, Any] = Field(default_factory=dict)
     expires_at: float | None = None
 
@@ -140,6 +179,7 @@ SCHEMAS: dict[tuple[str, int], type[BaseModel]] = {
     ("policy_pointer", 1): PolicyPointer,
     ("command", 1): Command,
     ("command_result", 1): CommandResult,
+    ("device_frame", 1): DeviceFrame,
     ("metrics", 1): Metrics,
 }
 SCHEMA_OF: dict[type[BaseModel], str] = {cls: name for (name, _v), cls in SCHEMAS.items()}

@@ -13,8 +13,11 @@ __all__ = [
     "check_id",
     "cmd",
     "cmd_result",
+    "frame",
+    "learner_metrics",
     "metrics",
     "parse_topic",
+    "policy_blob",
     "policy_pointer",
     "status",
     "traj",
@@ -23,7 +26,7 @@ __all__ = [
 
 PREFIX = "distrl/v1"
 _ID = re.compile(r"^[A-Za-z0-9._:@=-]{1,128}$")
-_RESERVED = {"policy"}  # farm ids that would collide with fixed topics
+_RESERVED = {"policy", "learner"}  # farm ids that would collide with fixed topics
 
 
 class TopicError(ValueError):
@@ -73,15 +76,31 @@ def metrics(farm_id: str) -> str:
     return f"{PREFIX}/{_farm(farm_id)}/metrics"
 
 
+def frame(farm_id: str, device_id: str) -> str:
+    return f"{PREFIX}/{_farm(farm_id)}/frame/{check_id(device_id, 'device id')}"
+
+
 def policy_pointer() -> str:
     return f"{PREFIX}/policy/pointer"
 
 
+def policy_blob(version: int) -> str:
+    """Chunks of one policy version's safetensors blob (split_chunks format, retained)."""
+    if not isinstance(version, int) or version < 0:
+        raise TopicError(f"bad policy version {version!r}")
+    return f"{PREFIX}/policy/blob/{version}"
+
+
+def learner_metrics() -> str:
+    return f"{PREFIX}/learner/metrics"
+
+
 @dataclass(frozen=True)
 class ParsedTopic:
-    kind: str  # traj | ack | status | cmd | cmd_result | metrics | policy_pointer
+    # traj ack status frame cmd cmd_result metrics policy_pointer policy_blob learner_metrics
+    kind: str
     farm_id: str | None = None
-    item_id: str | None = None  # trajectory id or device id
+    item_id: str | None = None  # trajectory id, device id or policy version
 
 
 def parse_topic(topic: str) -> ParsedTopic | None:
@@ -91,11 +110,16 @@ def parse_topic(topic: str) -> ParsedTopic | None:
     parts = topic[len(PREFIX) + 1 :].split("/")
     if parts == ["policy", "pointer"]:
         return ParsedTopic("policy_pointer")
+    if len(parts) == 3 and parts[:2] == ["policy", "blob"] and parts[2].isdigit() \
+            and len(parts[2]) <= 12:
+        return ParsedTopic("policy_blob", None, parts[2])
+    if parts == ["learner", "metrics"]:
+        return ParsedTopic("learner_metrics")
     if not parts or not _ID.match(parts[0]) or parts[0] in _RESERVED:
         return None
     farm, rest = parts[0], parts[1:]
     if len(rest) == 1 and rest[0] in ("ack", "cmd_result", "metrics"):
         return ParsedTopic(rest[0], farm)
-    if len(rest) == 2 and rest[0] in ("traj", "status", "cmd") and _ID.match(rest[1]):
+    if len(rest) == 2 and rest[0] in ("traj", "status", "frame", "cmd") and _ID.match(rest[1]):
         return ParsedTopic(rest[0], farm, rest[1])
     return None
