@@ -33,9 +33,12 @@ def _fail(message: str) -> None:
 def cli() -> None:
     """DistRL: asynchronous distributed RL for phone-control agents.
 
-    Simulated phones that speak the real ADB protocol (`distrl sim`), tasks and
-    their evaluation (`distrl tasks`), and a guided tour (`distrl demo`). Every
-    command takes --help.
+    `distrl demo` runs everything on one machine: sim phones, a farm, the A-RIDE
+    learner and the TUI. The parts: simulated phones that speak the real ADB protocol
+    (`sim`), tasks and their evaluation (`tasks`), a collection farm (`farm`), the
+    learner (`learner`), the terminal UI (`tui`), a trained agent on a phone (`deploy`),
+    an MQTT broker (`broker`) and the effective configuration (`config`). Every command
+    takes --help.
     """
 
 
@@ -200,20 +203,21 @@ def _print_phones(rows: list[dict[str, Any]]) -> None:
     console.print(table)
 
 
-# -- demo --------------------------------------------------------------------------
-@cli.command(context_settings=CONTEXT)
+# -- sim tour ----------------------------------------------------------------------
+@sim.command("tour", context_settings=CONTEXT)
 @click.option("--count", "-n", default=3, show_default=True, type=click.IntRange(1, 64),
               help="How many phones.")
 @click.option("--profile", "-p", default="instant", show_default=True,
               type=click.Choice(list(PROFILES)), help="Latency profile of the phones.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed for the phones.")
-@click.option("--out", default=Path("runs/demo"), show_default=True,
+@click.option("--out", default=Path("runs/tour"), show_default=True,
               type=click.Path(file_okay=False, path_type=Path),
               help="Where the screenshots go.")
 @click.option("--duration", type=click.FloatRange(0), default=None,
               help="Stop after this many seconds (default: run until Ctrl-C).")
-def demo(count: int, profile: str, seed: int, out: Path, duration: float | None) -> None:
-    """Start sim phones and drive them with the real adb: Launcher → Settings → Wi-Fi."""
+def tour(count: int, profile: str, seed: int, out: Path, duration: float | None) -> None:
+    """Start sim phones and drive them with the real adb: Launcher → Settings → Wi-Fi,
+    printing every adb command so you can repeat it."""
     from farm.sim.tour import TourFailed, run_tour
 
     try:
@@ -225,14 +229,38 @@ def demo(count: int, profile: str, seed: int, out: Path, duration: float | None)
         _fail(str(exc))
 
 
-from farm.cli_broker import broker  # noqa: E402 - registered after the group exists
+# the subcommands live in their own modules, registered once the group exists
+from farm.cli_broker import broker  # noqa: E402
+from farm.cli_config import config  # noqa: E402
+from farm.cli_demo import demo  # noqa: E402
+from farm.cli_deploy import deploy  # noqa: E402
 from farm.cli_farm import farm, traj  # noqa: E402
+from farm.cli_learner import learner  # noqa: E402
 from farm.cli_tasks import tasks  # noqa: E402
 
-cli.add_command(tasks)
-cli.add_command(broker)
-cli.add_command(farm)
-cli.add_command(traj)
+for _cmd in (demo, farm, traj, learner, deploy, tasks, broker, config):
+    cli.add_command(_cmd)
+
+
+def _plugin_commands() -> None:
+    """Commands other distributions add through the ``distrl.commands`` entry-point group
+    (the TUI registers ``distrl tui`` this way: farm never imports tui)."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="distrl.commands"):
+        if ep.name in cli.commands:
+            continue
+        try:
+            command = ep.load()
+        except Exception as exc:  # a broken plugin must not take the whole CLI down
+            err_console.print(f"[yellow]warning:[/] command plugin {ep.name!r} "
+                              f"({ep.value}) failed to load: {exc}")
+            continue
+        if isinstance(command, click.Command):
+            cli.add_command(command, ep.name)
+
+
+_plugin_commands()
 
 
 def main() -> None:

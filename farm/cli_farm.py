@@ -5,18 +5,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import signal
 import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import click
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from farm.cli_config import FieldsHelp
 
 __all__ = ["farm", "traj"]
 
@@ -64,64 +64,101 @@ def farm() -> None:
     """Run a collection farm (devices → episodes → MQTT) and look at running ones."""
 
 
-@farm.command("up", context_settings=CONTEXT)
+@farm.command("up", cls=FieldsHelp, context_settings=CONTEXT)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
+              envvar="DISTRL_CONFIG", show_envvar=True,
+              help="TOML config file (fields below; flags and DISTRL_* env vars override it).")
 @click.option("--broker", "broker_url", default=None,
               help="MQTT broker URL (mqtt://host:port). Default: start an embedded one.")
-@click.option("--sim", type=click.IntRange(1, 256), default=None,
+@click.option("--sim", type=int, default=None,
               help="Start N simulated phones in-process (with a private adb server).")
-@click.option("--policy", type=click.Choice(["random", "oracle"]), default="random",
-              show_default=True, help="Who plays the episodes.")
-@click.option("--mode", type=click.Choice(["async", "sync"]), default="async",
-              show_default=True, help="async = DistRL workers; sync = DigiRL rounds.")
-@click.option("--duration", type=click.FloatRange(0, min_open=True), default=None,
+@click.option("--sim-profile", default=None,
+              help="Latency profile of the sim phones (instant, emulator, pixel, old-phone).")
+@click.option("--policy", type=click.Choice(["random", "oracle", "learned"]), default=None,
+              help="Who plays the episodes [default: random]; learned = the newest policy "
+                   "a `distrl learner` publishes on the broker (random until the first).")
+@click.option("--mode", type=click.Choice(["async", "sync"]), default=None,
+              help="async = DistRL workers; sync = DigiRL rounds [default: async].")
+@click.option("--duration", type=float, default=None,
               help="Stop after this many seconds (default: until Ctrl-C).")
-@click.option("--farm-id", default="farm", show_default=True, help="This farm's id on MQTT.")
+@click.option("--farm-id", default=None, help="This farm's id on MQTT [default: farm].")
 @click.option("--task", "task_names", multiple=True,
-              help="Task to collect (repeatable). Default: every registered task.")
+              help="Task name or shell pattern (settings.*) to collect (repeatable). "
+                   "Default: every registered task.")
+@click.option("--tag", "task_tags", multiple=True, help="Collect tasks with this tag "
+              "(repeatable).")
+@click.option("--device", "devices", multiple=True, help="Device serial to use (repeatable). "
+              "Default: every device on the adb server.")
+@click.option("--connect", "targets", multiple=True,
+              help="adb connect target host:port, reconnected when it drops (repeatable).")
 @click.option("--spool", "spool_dir", default=None, type=click.Path(file_okay=False),
               help="Spool directory for unacked trajectories. Default: runs/spool/<farm-id>.")
-@click.option("--adb-port", type=click.IntRange(1, 65535), default=None,
+@click.option("--adb-host", default=None, help="adb server host [default: 127.0.0.1].")
+@click.option("--adb-port", type=int, default=None,
               help="adb server port without --sim (default $ANDROID_ADB_SERVER_PORT or 5037).")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed for tasks/policy.")
-@click.option("--screenshots", is_flag=True, help="Capture a frame per step and ship it.")
-@click.option("--flush-timeout", type=click.FloatRange(0), default=10.0, show_default=True,
-              help="On exit, wait this long for the learner to ack the spool.")
+@click.option("--seed", default=None, type=int, help="Seed for tasks/policy [default: 0].")
+@click.option("--screenshots/--no-screenshots", default=None,
+              help="Capture a frame per step and ship it.")
+@click.option("--episode-timeout", type=float, default=None,
+              help="Abort an episode after this many seconds [default: 120].")
+@click.option("--flush-timeout", type=float, default=None,
+              help="On exit, wait this long for the learner to ack the spool [default: 10].")
+@click.option("--frames-hz", type=float, default=None,
+              help="Live thumbnails per device per second; 0 = off [default: 1].")
+@click.option("--status-hz", type=float, default=None,
+              help="Live status updates per busy device per second [default: 2].")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def farm_up(broker_url: str | None, sim: int | None, policy: str, mode: str,
-            duration: float | None, farm_id: str, task_names: tuple[str, ...],
-            spool_dir: str | None, adb_port: int | None, seed: int, screenshots: bool,
-            flush_timeout: float, as_json: bool) -> None:
-    """Collect trajectories on devices and publish them over MQTT (Ctrl-C stops cleanly)."""
-    from distrl_sdk.registry import TaskRegistry
-    from distrl_sdk.wire import topics
+def farm_up(config_file: str | None, broker_url: str | None, sim: int | None,
+            sim_profile: str | None, policy: str | None, mode: str | None,
+            duration: float | None, farm_id: str | None, task_names: tuple[str, ...],
+            task_tags: tuple[str, ...], devices: tuple[str, ...], targets: tuple[str, ...],
+            spool_dir: str | None, adb_host: str | None, adb_port: int | None,
+            seed: int | None, screenshots: bool | None, episode_timeout: float | None,
+            flush_timeout: float | None, frames_hz: float | None, status_hz: float | None,
+            as_json: bool) -> None:
+    """Collect trajectories on devices and publish them over MQTT (Ctrl-C stops cleanly).
 
+    Settings come from flags, then DISTRL_* environment variables, then the --config
+    TOML file, then defaults (`distrl config show` prints the result and its sources).
+    While it runs the farm answers operator commands (pause, resume, reconnect,
+    quarantine, release, run_task) on distrl/v1/<farm-id>/cmd/<device> and publishes
+    live statuses and thumbnails for the TUI."""
+    from distrl_sdk.registry import TaskRegistry
+    from farm.config import ConfigError, load_settings, select_tasks
+
+    globs = tuple(t for t in task_names if any(c in t for c in "*?["))
+    names = tuple(t for t in task_names if t not in globs)
+    flags: dict[str, tuple[Any, str]] = {
+        "broker.url": (broker_url, "--broker"), "sim.count": (sim, "--sim"),
+        "sim.profile": (sim_profile, "--sim-profile"), "collect.policy": (policy, "--policy"),
+        "collect.mode": (mode, "--mode"), "collect.duration_s": (duration, "--duration"),
+        "farm_id": (farm_id, "--farm-id"), "tasks.names": (list(names) or None, "--task"),
+        "tasks.globs": (list(globs) or None, "--task"),
+        "tasks.tags": (list(task_tags) or None, "--tag"),
+        "adb.devices": (list(devices) or None, "--device"),
+        "adb.targets": (list(targets) or None, "--connect"),
+        "collect.spool_dir": (spool_dir, "--spool"), "adb.host": (adb_host, "--adb-host"),
+        "adb.port": (adb_port, "--adb-port"), "collect.seed": (seed, "--seed"),
+        "collect.screenshots": (screenshots, "--screenshots"),
+        "collect.episode_timeout_s": (episode_timeout, "--episode-timeout"),
+        "collect.flush_timeout_s": (flush_timeout, "--flush-timeout"),
+        "live.frames_hz": (frames_hz, "--frames-hz"),
+        "live.status_hz": (status_hz, "--status-hz"),
+    }
     try:
-        topics.check_id(farm_id, "farm id")
-    except topics.TopicError as exc:
+        loaded = load_settings(config_file, flags=flags)
+        tasks = select_tasks(loaded.settings.tasks, TaskRegistry.discover())
+    except ConfigError as exc:
         _fail(str(exc))
-    if broker_url is not None:
-        _check_url(broker_url)
-    reg = TaskRegistry.discover()
-    if task_names:
-        unknown = [n for n in task_names if n not in reg.names()]
-        if unknown:
-            _fail(f"unknown task(s): {', '.join(unknown)} (see `distrl tasks list`)")
-        tasks = [reg.get(n) for n in task_names]
-    else:
-        tasks = list(reg)
     if not tasks:
         _fail("no tasks registered")
-    if adb_port is None:
-        try:
-            adb_port = int(os.environ.get("ANDROID_ADB_SERVER_PORT") or 5037)
-        except ValueError:
-            _fail("ANDROID_ADB_SERVER_PORT is not a port number")
-    spool = Path(spool_dir) if spool_dir else Path("runs/spool") / farm_id
+    st = loaded.settings
+    if st.broker.url is not None:
+        from farm.config import effective_broker_url
+
+        _check_url(effective_broker_url(st.broker) or "")
     try:
-        summary = asyncio.run(_farm_up(
-            broker_url=broker_url, sim=sim, policy=policy, mode=mode, duration=duration,
-            farm_id=farm_id, tasks=tasks, spool=spool, adb_port=adb_port or 5037, seed=seed,
-            screenshots=screenshots, flush_timeout=flush_timeout, as_json=as_json))
+        summary = asyncio.run(_farm_up(st, tasks))
     except (RuntimeError, ConnectionError, ValueError, OSError) as exc:
         _fail(str(exc))
     except KeyboardInterrupt:
@@ -132,14 +169,14 @@ def farm_up(broker_url: str | None, sim: int | None, policy: str, mode: str,
         _print_summary(summary)
 
 
-async def _farm_up(*, broker_url: str | None, sim: int | None, policy: str, mode: str,
-                   duration: float | None, farm_id: str, tasks: list[Any], spool: Path,
-                   adb_port: int, seed: int, screenshots: bool, flush_timeout: float,
-                   as_json: bool) -> dict[str, Any]:
+async def _farm_up(st: Any, tasks: list[Any]) -> dict[str, Any]:
     from farm.broker import EmbeddedBroker
+    from farm.config import effective_broker_url
     from farm.controller import FarmConfig, FarmController
 
+    c = st.collect
     async with contextlib.AsyncExitStack() as stack:
+        broker_url = effective_broker_url(st.broker)
         if broker_url is None:
             broker = EmbeddedBroker()
             await broker.start()
@@ -149,26 +186,42 @@ async def _farm_up(*, broker_url: str | None, sim: int | None, policy: str, mode
         else:
             client = await _client(broker_url)
             await client.__aexit__(None, None, None)
-        devices: list[str] = []
-        if sim:
+        devices: list[str] = [*st.adb.devices, *st.adb.targets]
+        adb_port = st.adb.port
+        sims: frozenset[str] = frozenset()
+        if st.sim.count:
             from farm.sim.adbhost import PrivateAdbServer
             from farm.sim.background import BackgroundFarm
 
-            bg = BackgroundFarm(sim, seed=seed)
+            bg = BackgroundFarm(st.sim.count, seed=c.seed, profile=st.sim.profile)
             await asyncio.to_thread(bg.start)
             stack.callback(bg.stop)
             assert bg.farm is not None
             devices = bg.farm.serials
+            sims = frozenset(devices)
             adb = PrivateAdbServer()
             await asyncio.to_thread(adb.start)
             stack.callback(adb.stop)
             adb_port = adb.port
-            _info(f"{sim} sim phone(s) on a private adb server (port {adb_port})")
+            _info(f"{st.sim.count} sim phone(s) on a private adb server (port {adb_port})")
+        policies = None
+        if c.policy == "learned":
+            from farm.collect import RandomProvider
+            from farm.learner.weights import LearnedPolicyProvider
+
+            policies = await stack.enter_async_context(LearnedPolicyProvider(
+                broker_url, client_id=f"distrl-weights-{st.farm_id}",
+                fallback=RandomProvider(seed=c.seed)))
         ctl = FarmController(FarmConfig(
-            broker_url=broker_url, farm_id=farm_id, adb_port=adb_port, devices=devices,
-            tasks=tasks, policy=policy, mode=mode,  # type: ignore[arg-type]
-            duration_s=duration, spool_dir=spool, seed=seed, with_screenshots=screenshots,
-            flush_timeout_s=flush_timeout))
+            broker_url=broker_url, farm_id=st.farm_id, adb_host=st.adb.host, adb_port=adb_port,
+            devices=devices, tasks=tasks, policy=c.policy, mode=c.mode,
+            duration_s=c.duration_s, spool_dir=st.spool_path(), seed=c.seed,
+            with_screenshots=c.screenshots, flush_timeout_s=c.flush_timeout_s,
+            ready_timeout_s=c.ready_timeout_s, episode_timeout_s=c.episode_timeout_s,
+            lifecycle=st.lifecycle.to_lifecycle(), status_hz=st.live.status_hz,
+            frames_hz=st.live.frames_hz, frames_total_hz=st.live.frames_total_hz,
+            frame_width=st.live.frame_width,
+            frame_quality=st.live.frame_quality, sim_devices=sims), policies=policies)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -243,12 +296,15 @@ def farm_status(broker_url: str, farm_id: str, wait: float, as_json: bool) -> No
         console.print("no device statuses on this broker")
         return
     table = Table()
-    for col in ("farm", "device", "state", "episodes", "detail", "age"):
+    for col in ("farm", "device", "state", "episodes", "task", "battery", "detail", "age"):
         table.add_column(col, overflow="fold")
     now = time.time()
     for r in rows:
+        task = f"{r['task']} @{r['step']}" if r["task"] else "-"
+        batt = f"{r['battery']} %" if r["battery"] is not None else "-"
         table.add_row(r["farm_id"], r["device_id"], r["state"], str(r["episodes"]),
-                      escape(r["detail"] or "-"), f"{max(0.0, now - r['sent_at']):.0f} s")
+                      escape(task), batt, escape(r["detail"] or "-"),
+                      f"{max(0.0, now - r['sent_at']):.0f} s")
     console.print(table)
 
 
@@ -272,7 +328,10 @@ async def _statuses(url: str, farm_id: str, wait: float) -> list[dict[str, Any]]
                     found[(farm, b.device_id)] = {
                         "farm_id": farm, "device_id": b.device_id, "state": b.state,
                         "episodes": b.episodes, "detail": b.detail,
-                        "policy_version": b.policy_version, "sent_at": parsed.envelope.sent_at}
+                        "policy_version": b.policy_version, "sent_at": parsed.envelope.sent_at,
+                        "kind": b.kind, "task": b.task, "step": b.step,
+                        "episode_return": b.episode_return, "battery": b.battery,
+                        "temperature_c": b.temperature_c}
     finally:
         with contextlib.suppress(Exception):
             await client.__aexit__(None, None, None)

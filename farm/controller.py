@@ -1,4 +1,5 @@
-"""The farm controller: devices → collector → MQTT, with device statuses on the side.
+"""The farm controller: devices → collector → MQTT, with live statuses, thumbnails and
+operator commands on the side.
 
     ctl = FarmController(FarmConfig(broker_url=url, farm_id="f1", adb_port=port,
                                     devices=serials, tasks=[WifiOff], spool_dir=path))
@@ -8,23 +9,55 @@ Every finished episode goes through :class:`MqttSink` (SDK trajectory → wire m
 episode id as the trajectory id so a redelivery dedupes) into the spooling
 :class:`~farm.transport.Publisher`; every device lifecycle change is published as a
 retained :class:`~distrl_sdk.wire.DeviceStatus`.
+
+Live view (for the TUI): while an episode runs, the device's retained status also
+carries the task, instruction, step, return so far, newest action, battery and
+temperature (from the heartbeat's health probe), coalesced to at most ``status_hz``
+per device: a step only marks the device dirty (a few attribute writes on the hot
+path); one loop publishes the dirty ones. Thumbnails (``frames_hz`` > 0) come from a
+task per device that, at most ``frames_hz`` times a second, takes a screenshot — only
+while someone could watch (the command connection to the broker is up), the device is
+busy and its screen has moved on by a step — shrinks it to ``frame_width`` px JPEG in a
+worker thread and publishes it with the newest actions in pixels (QoS 0, not retained).
+A thumbnail costs ~15 ms of CPU (reading a 10 MB raw frame, shrinking, encoding), so
+``frames_total_hz`` caps the farm's thumbnails per second whatever the device count:
+with many devices each one's thumbnails just come less often.
+
+Commands (:mod:`farm.commands`): pause, resume, reconnect, quarantine, release and
+run_task arrive on ``cmd/<device>``, are answered on ``cmd_result``; refused messages
+are counted in :attr:`FarmController.rejects`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import logging
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from PIL import Image
+
+from distrl_sdk.actions import InvalidAction, to_dict
+from distrl_sdk.device import Device
+from distrl_sdk.errors import DistRLError
+from distrl_sdk.policy import Decision, Observation, Policy
 from distrl_sdk.task import Task
 from distrl_sdk.trajectory import Trajectory
-from distrl_sdk.wire import DeviceStatus, trajectory_to_msg
+from distrl_sdk.wire import (
+    Command,
+    CommandResult,
+    DeviceFrame,
+    DeviceStatus,
+    encode_frame,
+    topics,
+    trajectory_to_msg,
+)
 from farm.collect import (
     Collector,
     CollectorConfig,
@@ -32,13 +65,14 @@ from farm.collect import (
     EpisodeMeta,
     Mode,
     OracleProvider,
+    PolicyChoice,
     PolicyProvider,
     RandomProvider,
-    TaskSampler,
 )
-from farm.device.lifecycle import DeviceState, LifecycleConfig, StateChanged
+from farm.commands import CommandExecutor, CommandListener, DirectedSampler
+from farm.device.lifecycle import DeviceState, LifecycleConfig, ManagedDevice, StateChanged
 from farm.device.registry import DeviceRegistry
-from farm.transport import Publisher
+from farm.transport import Publisher, parse_broker_url
 
 __all__ = ["FarmConfig", "FarmController", "MqttSink", "status_of"]
 
@@ -51,6 +85,7 @@ _WIRE_STATE = {
     DeviceState.RECOVERING: "preparing",
     DeviceState.OFFLINE: "offline",
     DeviceState.QUARANTINED: "quarantined",
+    DeviceState.PAUSED: "paused",
 }
 
 
@@ -94,6 +129,8 @@ class MqttSink:
 
 @dataclass
 class FarmConfig:
+    """What one controller runs (built by ``distrl farm up`` from :mod:`farm.config`)."""
+
     broker_url: str
     farm_id: str = "farm"
     adb_host: str = "127.0.0.1"
@@ -110,6 +147,129 @@ class FarmConfig:
     ready_timeout_s: float = 30.0  # for the listed devices to become ready
     lifecycle: LifecycleConfig | None = None
     episode_timeout_s: float = 120.0
+    status_hz: float = 2.0  # live status updates per busy device per second (at most)
+    frames_hz: float = 1.0  # thumbnails per device per second (at most); 0: none
+    frames_total_hz: float = 10.0  # thumbnails per second for the whole farm (CPU cap)
+    frame_width: int = 240  # thumbnail width in pixels
+    frame_quality: int = 70  # thumbnail JPEG quality
+    commands: bool = True  # listen for operator commands on cmd/+
+    sim_devices: frozenset[str] = frozenset()  # serials of sim phones (kind "sim")
+
+
+def _px_action(action: Any, size: tuple[int, int]) -> dict[str, Any]:
+    """An action as JSON with its normalised coordinates in pixels of a ``size`` screen."""
+    if isinstance(action, InvalidAction):
+        return {"action_type": "invalid"}
+    try:
+        d = to_dict(action)
+    except TypeError:
+        return {"action_type": "unknown"}
+    w, h = size
+    for k in ("x", "x1", "x2"):
+        if isinstance(d.get(k), float | int):
+            d[k] = min(w - 1, max(0, round(float(d[k]) * w)))  # type: ignore[arg-type]
+    for k in ("y", "y1", "y2"):
+        if isinstance(d.get(k), float | int):
+            d[k] = min(h - 1, max(0, round(float(d[k]) * h)))  # type: ignore[arg-type]
+    return d
+
+
+def _last_action_json(action: Any) -> dict[str, Any] | None:
+    if action is None:
+        return None
+    if isinstance(action, InvalidAction):
+        return {"action_type": "invalid"}
+    try:
+        return to_dict(action)
+    except TypeError:
+        return None
+
+
+def _thumbnail(width: int, height: int, rgba: bytes, target_w: int, quality: int
+               ) -> tuple[bytes, int, int]:
+    """Raw RGBA → (JPEG, w, h) about ``target_w`` wide; runs in a worker thread."""
+    img = Image.frombuffer("RGBA", (width, height), rgba, "raw", "RGBA", 0, 1)
+    th = max(1, round(height * target_w / width))
+    if width >= 4 * target_w:
+        # nearest-sample to twice the size, then a 2×2 box: ~2 ms for a 1080×2400 frame,
+        # where a box/bilinear filter over the full frame costs 10–18 ms of CPU
+        img = img.resize((2 * target_w, 2 * th), Image.Resampling.NEAREST).reduce(2)
+    elif width > target_w:
+        img = img.resize((target_w, th), Image.Resampling.BILINEAR)
+    out = io.BytesIO()
+    img.convert("RGB").save(out, format="JPEG", quality=quality)
+    return out.getvalue(), img.width, img.height
+
+
+@dataclass
+class _Live:
+    """One running episode as the TUI sees it (written on the hot path: keep it cheap)."""
+
+    task: str
+    instruction: str
+    policy_version: int | None
+    step: int | None = None
+    episode_return: float = 0.0
+    last_action: Any = None
+    screen: tuple[int, int] = (1, 1)
+    actions: deque[Any] = field(default_factory=lambda: deque(maxlen=8))
+    framed_step: int | None = -1  # the step of the last thumbnail sent
+
+
+class _LivePolicy:
+    """Forwards ``act`` and notes the step for the live status (O(1) per step)."""
+
+    def __init__(self, inner: Policy, live: _Live, touch: Any) -> None:
+        self.inner, self.live, self._touch = inner, live, touch
+        self.name = inner.name
+
+    def __getattr__(self, name: str) -> Any:  # version, weights … of the real policy
+        return getattr(self.inner, name)
+
+    async def act(self, observation: Observation) -> Any:
+        out = await self.inner.act(observation)
+        live = self.live
+        action = out.action if isinstance(out, Decision) else out
+        if isinstance(out, Decision) and out.policy_version is not None:
+            live.policy_version = int(out.policy_version)
+        live.step, live.last_action, live.screen = observation.step, action, \
+            observation.screen_size
+        live.actions.append(action)
+        self._touch()
+        return out
+
+
+class _LiveProvider:
+    """Wraps the farm's :class:`PolicyProvider` so each episode reports its progress."""
+
+    def __init__(self, inner: PolicyProvider, ctl: FarmController) -> None:
+        self.inner, self.ctl = inner, ctl
+
+    async def policy_for(self, task: Task, device: Device) -> PolicyChoice:
+        choice = await self.inner.policy_for(task, device)
+        serial = device.serial
+        try:
+            instruction = task.instruction
+        except DistRLError:
+            instruction = task.template
+        live = _Live(task.name, instruction,
+                     choice.version if isinstance(choice.version, int) else None)
+        self.ctl._live[serial] = live
+
+        def touch() -> None:
+            self.ctl._dirty.add(serial)
+
+        step_reward = task.step_reward
+
+        async def counted(dev: Device, traj: Trajectory) -> float | None:
+            r = await step_reward(dev, traj)
+            if r is not None:
+                live.episode_return += float(r)
+            return r
+
+        task.step_reward = counted  # type: ignore[method-assign,assignment]  # this instance
+        touch()
+        return PolicyChoice(_LivePolicy(choice.policy, live, touch), choice.version)
 
 
 class FarmController:
@@ -123,10 +283,20 @@ class FarmController:
             OracleProvider() if config.policy == "oracle" else RandomProvider(seed=config.seed))
         self.publisher = Publisher(config.broker_url, config.farm_id, config.spool_dir)
         self.sink = MqttSink(self.publisher)
+        self.sampler = DirectedSampler(config.tasks, seed=config.seed)
         self.registry: DeviceRegistry | None = None
         self.collector: Collector | None = None
+        self.commands: CommandListener | None = None
+        self.executor: CommandExecutor | None = None
         self.episodes_by_device: Counter[str] = Counter()
         self.flushed: bool | None = None
+        self.frames_sent: Counter[str] = Counter()
+        self.frame_errors = 0
+        self.status_updates = 0  # live (coalesced) status publishes
+        self._live: dict[str, _Live] = {}
+        self._dirty: set[str] = set()
+        self._framers: dict[str, asyncio.Task[None]] = {}
+        self._frame_next = 0.0  # loop time of the farm's next thumbnail slot
         self._status_tasks: set[asyncio.Task[None]] = set()
         self._stop = asyncio.Event()
 
@@ -135,19 +305,52 @@ class FarmController:
     def stats(self) -> CollectorStats:
         return self.collector.stats if self.collector is not None else CollectorStats()
 
+    @property
+    def rejects(self) -> Counter[str]:
+        """Refused messages by reason: on the command topics (see
+        :class:`farm.commands.CommandListener`) and, prefixed ``ack:``, on the ack topic."""
+        out = Counter(self.commands.rejects) if self.commands is not None else Counter()
+        out.update({f"ack:{k}": v for k, v in self.publisher.rejects.items()})
+        return out
+
     def spool_depth(self) -> int:
         return len(self.publisher.spool)
 
+    def _status(self, serial: str, state: DeviceState, detail: str | None) -> DeviceStatus:
+        md: ManagedDevice | None = self.registry.devices.get(serial) if self.registry else None
+        h = md.health if md is not None else None
+        live = self._live.get(serial) if state is DeviceState.BUSY else None
+        kind = "sim" if serial in self.config.sim_devices else (
+            md.transport.value if md is not None else None)
+        if md is not None and md.paused and state is DeviceState.BUSY:
+            detail = f"{detail}; pausing after this episode" if detail else "pausing"
+        return DeviceStatus(
+            device_id=serial, state=status_of(state),  # type: ignore[arg-type]
+            detail=(detail or "")[:200] or None, episodes=self.stats.by_device[serial],
+            battery=h.battery_level if h is not None and h.battery_level is not None
+            and 0 <= h.battery_level <= 100 else None,
+            temperature_c=h.temperature_c if h is not None else None, kind=kind,
+            task=live.task[:256] if live else None,
+            instruction=live.instruction[:1024] if live else None,
+            step=live.step if live else None,
+            episode_return=live.episode_return if live else None,
+            last_action=_last_action_json(live.last_action) if live else None,
+            policy_version=live.policy_version if live else None)
+
     async def _publish_status(self, serial: str, state: DeviceState, detail: str) -> None:
         try:
-            await self.publisher.set_status(DeviceStatus(
-                device_id=serial, state=status_of(state),  # type: ignore[arg-type]
-                detail=detail[:200] or None, episodes=self.stats.by_device[serial]))
+            await self.publisher.set_status(self._status(serial, state, detail))
         except Exception:
             log.exception("status publish failed for %s", serial)
 
     def _on_change(self, change: StateChanged) -> None:
         detail = f"{change.event}: {change.reason}" if change.reason else change.event
+        if change.state is not DeviceState.BUSY:
+            self._live.pop(change.serial, None)  # the episode is over
+            self._dirty.discard(change.serial)
+        elif self.config.frames_hz > 0 and change.serial not in self._framers:
+            self._framers[change.serial] = asyncio.get_running_loop().create_task(
+                self._frames(change.serial), name=f"frames:{change.serial}")
         t = asyncio.get_running_loop().create_task(
             self._publish_status(change.serial, change.state, detail))
         self._status_tasks.add(t)
@@ -158,6 +361,65 @@ class FarmController:
             return
         for v in self.registry.snapshot():
             await self._publish_status(v.serial, v.state, v.event)
+
+    async def _status_loop(self) -> None:
+        """Publish the dirty busy devices, at most ``status_hz`` times a second each."""
+        period = 1.0 / self.config.status_hz
+        while True:
+            await asyncio.sleep(period)
+            if not self._dirty or self.registry is None:
+                continue
+            dirty, self._dirty = self._dirty, set()
+            for serial in dirty:
+                md = self.registry.devices.get(serial)
+                if md is None or md.state is not DeviceState.BUSY or serial not in self._live:
+                    continue  # its state change published the last word already
+                self.status_updates += 1
+                await self._publish_status(serial, md.state, "episode running")
+
+    async def _frames(self, serial: str) -> None:
+        """One device's thumbnails: at most ``frames_hz``, only when worth looking at."""
+        cfg = self.config
+        period = 1.0 / cfg.frames_hz
+        while True:
+            await asyncio.sleep(period)
+            live, cmds, reg = self._live.get(serial), self.commands, self.registry
+            if (live is None or cmds is None or reg is None or not cmds.connected.is_set()
+                    or live.step == live.framed_step):
+                continue
+            md = reg.devices.get(serial)
+            if md is None or md.state is not DeviceState.BUSY:
+                continue
+            await self._frame_slot()
+            if self._live.get(serial) is not live:
+                continue  # that episode ended while waiting for a slot
+            step = live.step
+            try:
+                w, h, rgba = await md.device.screenshot_rgba()
+                jpeg, tw, th = await asyncio.to_thread(_thumbnail, w, h, rgba,
+                                                       cfg.frame_width, cfg.frame_quality)
+                del rgba
+                frame = DeviceFrame(device_id=serial, width=tw, height=th, screen_width=w,
+                                    screen_height=h, step=step, actions=[
+                                        _px_action(a, (w, h)) for a in list(live.actions)])
+                payload = encode_frame(frame, jpeg, farm_id=cfg.farm_id)
+            except (DistRLError, OSError, ValueError) as exc:
+                self.frame_errors += 1
+                log.debug("thumbnail of %s failed: %s", serial, exc)
+                continue
+            live.framed_step = step
+            if await cmds.publish(topics.frame(cfg.farm_id, serial), payload, qos=0):
+                self.frames_sent[serial] += 1
+
+    async def _frame_slot(self) -> None:
+        """Wait for the farm-wide thumbnail budget (``frames_total_hz``): slots are handed
+        out in order, one every 1/frames_total_hz seconds."""
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        at = max(now, self._frame_next)
+        self._frame_next = at + 1.0 / max(1e-3, self.config.frames_total_hz)
+        if at > now:
+            await asyncio.sleep(at - now)
 
     # -- run -------------------------------------------------------------------------------
     def stop(self) -> None:
@@ -170,23 +432,41 @@ class FarmController:
         cfg = self.config
         t0 = time.monotonic()
         deadline = t0 + cfg.ready_timeout_s
+        up = (DeviceState.READY, DeviceState.PAUSED)
         while time.monotonic() < deadline and not self._stop.is_set():
             if not reg.server_up and time.monotonic() - t0 > min(5.0, cfg.ready_timeout_s):
                 raise RuntimeError(f"no adb server at {cfg.adb_host}:{cfg.adb_port} "
                                    "(start one with `adb start-server`, or use --sim N)")
             states = {v.serial: v.state for v in reg.snapshot()}
-            ready = [s for s, st in states.items() if st is DeviceState.READY]
-            if cfg.devices and all(states.get(s) is DeviceState.READY for s in cfg.devices):
+            ready = [s for s, st in states.items() if st in up]
+            if cfg.devices and all(states.get(s) in up for s in cfg.devices):
                 return
             if not cfg.devices and ready and all(
-                    st in (DeviceState.READY, DeviceState.QUARANTINED, DeviceState.OFFLINE)
+                    st in (*up, DeviceState.QUARANTINED, DeviceState.OFFLINE)
                     for st in states.values()):
                 return
             await asyncio.sleep(0.1)
-        if not any(v.state is DeviceState.READY for v in reg.snapshot()):
+        if not any(v.state in up for v in reg.snapshot()):
             raise RuntimeError(
                 f"no device became ready within {cfg.ready_timeout_s:.0f} s "
                 f"(adb server {cfg.adb_host}:{cfg.adb_port}: {reg.summary()})")
+
+    async def _start_commands(self, reg: DeviceRegistry) -> None:
+        cfg = self.config
+        self.executor = CommandExecutor(
+            reg, cfg.tasks, self.sampler, seed=cfg.seed,
+            reconnect_timeout_s=(cfg.lifecycle or LifecycleConfig()).reconnect_timeout_s + 5)
+        executor = self.executor
+
+        async def execute(cmd: Command) -> CommandResult:
+            result = await executor.execute(cmd)
+            if reg.devices.get(cmd.device_id) is not None and cmd.device_id in self._live:
+                self._dirty.add(cmd.device_id)  # e.g. "pausing" shows on the next update
+            return result
+
+        self.commands = CommandListener(cfg.broker_url, cfg.farm_id, execute,
+                                        known_device=lambda s: s in reg.devices)
+        await self.commands.start()
 
     async def run(self) -> CollectorStats:
         """Collect until the duration is over or :meth:`stop`; then flush (bounded) and stop
@@ -196,16 +476,23 @@ class FarmController:
         reg = DeviceRegistry(host=cfg.adb_host, port=cfg.adb_port, targets=tcp,
                              config=cfg.lifecycle, discover=True)
         self.registry = reg
+        reg.on_change(self.sampler.on_change)  # first: run_task needs the lease order
         reg.on_change(self._on_change)
         await self.publisher.start()
+        background: list[asyncio.Task[None]] = []
         try:
             async with reg:
+                if cfg.commands:
+                    await self._start_commands(reg)
+                if cfg.status_hz > 0:
+                    background.append(asyncio.create_task(self._status_loop(),
+                                                          name="live-status"))
                 await self._wait_ready(reg)
                 await self._publish_snapshot()
                 if self._stop.is_set():
                     return self.stats
                 self.collector = Collector(
-                    reg, TaskSampler(cfg.tasks, seed=cfg.seed), self.policies, self.sink,
+                    reg, self.sampler, _LiveProvider(self.policies, self), self.sink,
                     CollectorConfig(mode=cfg.mode, duration_s=cfg.duration_s,
                                     with_screenshots=cfg.with_screenshots,
                                     episode_timeout_s=cfg.episode_timeout_s),
@@ -215,16 +502,23 @@ class FarmController:
             self.flushed = await self.publisher.wait_acked(cfg.flush_timeout_s)
             return stats
         finally:
-            for t in list(self._status_tasks):
+            tasks = [*background, *self._framers.values(), *self._status_tasks]
+            self._framers.clear()
+            for t in tasks:
                 t.cancel()
             with contextlib.suppress(Exception):
-                await asyncio.gather(*self._status_tasks, return_exceptions=True)
+                await asyncio.gather(*tasks, return_exceptions=True)
+            if self.commands is not None:
+                await self.commands.stop()
             await self.publisher.stop()
 
     def summary(self) -> dict[str, Any]:
         out = self.stats.as_dict()
         ps = self.publisher.stats
-        out.update(farm_id=self.config.farm_id, broker=self.config.broker_url,
+        out.update(farm_id=self.config.farm_id, broker=str(parse_broker_url(
+                       self.config.broker_url)),  # never the password
                    published=len(self.sink.ids), acked=ps.acked, spool_depth=self.spool_depth(),
-                   flushed=self.flushed)
+                   flushed=self.flushed, command_rejects=dict(self.rejects),
+                   commands=dict(self.commands.results) if self.commands else {},
+                   frames_sent=sum(self.frames_sent.values()))
         return out

@@ -45,7 +45,7 @@ def free_port_run(n: int) -> int:
 
 
 @pytest.mark.parametrize("args", [
-    [], ["sim"], ["sim", "up"], ["sim", "down"], ["sim", "status"], ["sim", "fault"], ["demo"],
+    [], ["sim"], ["sim", "up"], ["sim", "down"], ["sim", "status"], ["sim", "fault"], ["sim", "tour"], ["demo"],
     ["tasks"], ["tasks", "list"], ["tasks", "show"], ["tasks", "validate"], ["tasks", "run"],
     ["broker"],
 ])
@@ -99,7 +99,7 @@ def test_sim_up_status_fault_down(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_demo_walks_to_wifi_and_saves_screens(tmp_path: Path) -> None:
     out = tmp_path / "shots"
-    proc = distrl("demo", "--count", "2", "--duration", "0", "--out", str(out), timeout=120)
+    proc = distrl("sim", "tour", "--count", "2", "--duration", "0", "--out", str(out), timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "wifi_on: 1 → 0" in proc.stdout
     assert "model:DistRL_Sim_Phone" in proc.stdout

@@ -12,7 +12,7 @@ import pytest
 
 from distrl_sdk.registry import TaskRegistry
 from distrl_sdk.wire import DecodedTrajectory
-from farm.broker import EmbeddedBroker
+from farm.broker import Backend, EmbeddedBroker, find_mosquitto
 from farm.controller import FarmConfig, FarmController
 from farm.device.lifecycle import LifecycleConfig
 from farm.sim.adbhost import PrivateAdbServer
@@ -26,13 +26,24 @@ FAST_TASKS = ("settings.wifi_off", "settings.open_display")
 DISTRL = [sys.executable, "-m", "farm.cli"]
 
 
+# the "Must show": against real mosquitto and the embedded amqtt fallback
+BACKENDS = [
+    pytest.param("mosquitto", marks=pytest.mark.skipif(
+        find_mosquitto() is None, reason="no mosquitto binary")),
+    "amqtt",
+]
+
+
 @pytest.mark.slow
-async def test_farm_controller_delivers_every_trajectory_once(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_farm_controller_delivers_every_trajectory_once(tmp_path: Path,
+                                                              backend: Backend) -> None:
     reg = TaskRegistry.discover()
     tasks = [reg.get(n) for n in FAST_TASKS]
     received: list[DecodedTrajectory] = []
     with BackgroundFarm(8, seed=5) as sims, PrivateAdbServer() as adb:
-        async with EmbeddedBroker() as broker:
+        async with EmbeddedBroker(backend=backend) as broker:
+            assert broker.backend == backend
             sub = TrajectorySubscriber(broker.url, farm_id="f1", client_id="test-learner",
                                        handler=received.append)
             async with sub:

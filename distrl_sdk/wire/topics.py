@@ -18,6 +18,7 @@ __all__ = [
     "metrics",
     "parse_topic",
     "policy_blob",
+    "policy_blob_chunk",
     "policy_pointer",
     "status",
     "traj",
@@ -91,6 +92,14 @@ def policy_blob(version: int) -> str:
     return f"{PREFIX}/policy/blob/{version}"
 
 
+def policy_blob_chunk(version: int, index: int) -> str:
+    """Where chunk ``index`` of a version's blob is retained (a retained topic keeps only
+    its last message, so each chunk has its own)."""
+    if not isinstance(index, int) or index < 0:
+        raise TopicError(f"bad chunk index {index!r}")
+    return f"{policy_blob(version)}/{index}"
+
+
 def learner_metrics() -> str:
     return f"{PREFIX}/learner/metrics"
 
@@ -110,8 +119,8 @@ def parse_topic(topic: str) -> ParsedTopic | None:
     parts = topic[len(PREFIX) + 1 :].split("/")
     if parts == ["policy", "pointer"]:
         return ParsedTopic("policy_pointer")
-    if len(parts) == 3 and parts[:2] == ["policy", "blob"] and parts[2].isdigit() \
-            and len(parts[2]) <= 12:
+    if len(parts) in (3, 4) and parts[:2] == ["policy", "blob"] \
+            and all(p.isdigit() and len(p) <= 12 for p in parts[2:]):
         return ParsedTopic("policy_blob", None, parts[2])
     if parts == ["learner", "metrics"]:
         return ParsedTopic("learner_metrics")

@@ -5,15 +5,20 @@ States and the only transitions allowed (anything else raises ``RuntimeError``):
     ============  ==========================================  ===========================
     from          to                                          past-tense event
     ============  ==========================================  ===========================
-    preparing     ready                                       prepared
+    preparing     ready (paused, if pausing)                  prepared
     preparing     recovering / quarantined                    failed (boot timeout)
     preparing     offline                                     disappeared
     ready         busy                                        leased
+    ready         paused                                      paused (manual)
     ready         recovering / quarantined                    heartbeat_missed
     ready         offline                                     disappeared
     busy          ready                                       released
+    busy          paused                                      released (while pausing)
     busy          recovering / quarantined                    failed / heartbeat_missed
     busy          offline                                     disappeared
+    paused        ready                                       resumed (manual)
+    paused        recovering / quarantined                    heartbeat_missed
+    paused        offline                                     disappeared
     recovering    preparing                                   recovered
     recovering    offline                                     reaped / disappeared
     recovering    quarantined                                 failed
@@ -35,6 +40,12 @@ Failures (boot timeout, missed heartbeat, a lease ended by a ``DeviceError``) co
 up; ``max_failures`` in a row quarantine the device until :meth:`unquarantine`. Only
 a lease released cleanly resets the count (a device that recovers and hangs again
 and again is exactly what quarantine is for).
+
+Pause (an operator's command): a paused device takes no new lease. A ready one is
+*paused* at once; a busy one finishes its episode first (its release lands in
+*paused*, not *ready*). The pause outlives recovery and quarantine (a device that
+comes back while paused comes back *paused*) until :meth:`ManagedDevice.resume`.
+A paused device keeps its heartbeat.
 
 Leases: one episode per device. ``async with managed.lease(owner) as lease:`` raises
 ``DeviceBusy`` when already leased and ``DeviceOffline``/``DeviceError`` when not
@@ -81,13 +92,15 @@ class DeviceState(enum.StrEnum):
     RECOVERING = "recovering"
     OFFLINE = "offline"
     QUARANTINED = "quarantined"
+    PAUSED = "paused"  # healthy, but an operator said: no new episodes
 
 
 S = DeviceState
 ALLOWED: dict[DeviceState, frozenset[DeviceState]] = {
-    S.PREPARING: frozenset({S.READY, S.RECOVERING, S.OFFLINE, S.QUARANTINED}),
-    S.READY: frozenset({S.BUSY, S.RECOVERING, S.OFFLINE, S.QUARANTINED}),
-    S.BUSY: frozenset({S.READY, S.RECOVERING, S.OFFLINE, S.QUARANTINED}),
+    S.PREPARING: frozenset({S.READY, S.RECOVERING, S.OFFLINE, S.QUARANTINED, S.PAUSED}),
+    S.READY: frozenset({S.BUSY, S.RECOVERING, S.OFFLINE, S.QUARANTINED, S.PAUSED}),
+    S.BUSY: frozenset({S.READY, S.RECOVERING, S.OFFLINE, S.QUARANTINED, S.PAUSED}),
+    S.PAUSED: frozenset({S.READY, S.RECOVERING, S.OFFLINE, S.QUARANTINED}),
     S.RECOVERING: frozenset({S.PREPARING, S.OFFLINE, S.QUARANTINED}),
     S.OFFLINE: frozenset({S.PREPARING, S.QUARANTINED}),
     S.QUARANTINED: frozenset({S.PREPARING, S.OFFLINE}),
@@ -230,10 +243,13 @@ class ManagedDevice:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.history: list[StateChanged] = []
+        self.paused = False  # an operator's pause: see the module docstring
 
     # -- transitions -------------------------------------------------------------------
     def _set(self, new: DeviceState, event: str, reason: str = "") -> None:
         old = self.state
+        if new is DeviceState.READY and self.paused:
+            new = DeviceState.PAUSED  # ready, but held back by the operator
         if new is old:
             return
         if new not in ALLOWED[old]:
@@ -314,7 +330,25 @@ class ManagedDevice:
             self._set(DeviceState.PREPARING, "unquarantined", "by operator")
 
     def quarantine(self, reason: str = "by operator") -> None:
+        """Quarantine now; a running episode loses its lease (the worker aborts it)."""
         self._set(DeviceState.QUARANTINED, "quarantined", reason)
+
+    def pause(self, reason: str = "by operator") -> None:
+        """No new leases; a busy device finishes its episode first."""
+        self.paused = True
+        if self.state is DeviceState.READY:
+            self._set(DeviceState.PAUSED, "paused", reason)
+
+    def resume(self, reason: str = "by operator") -> None:
+        self.paused = False
+        if self.state is DeviceState.PAUSED:
+            self._set(DeviceState.READY, "resumed", reason)
+
+    async def probe_now(self) -> Health:
+        """Probe at once (an operator's re-probe); raises the probe's ``DeviceError``.
+        The supervisor is woken too, so an offline device retries right away."""
+        self._wake.set()
+        return await self._check()
 
     # -- supervision ---------------------------------------------------------------------
     def start(self) -> None:
@@ -347,7 +381,7 @@ class ManagedDevice:
             try:
                 if state is DeviceState.PREPARING:
                     await self._prepare(gen)
-                elif state in (DeviceState.READY, DeviceState.BUSY):
+                elif state in (DeviceState.READY, DeviceState.BUSY, DeviceState.PAUSED):
                     await self._heartbeat(gen)
                 elif state is DeviceState.RECOVERING:
                     await self._recover(gen)

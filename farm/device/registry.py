@@ -61,6 +61,7 @@ class DeviceView:
     lease_id: int | None
     last_ok_age_s: float
     health: Health | None
+    paused: bool = False  # an operator's pause (state ``paused``, or busy and pausing)
 
 
 class DeviceRegistry:
@@ -117,6 +118,30 @@ class DeviceRegistry:
 
     def get(self, serial: str) -> ManagedDevice:
         return self.devices[serial]
+
+    # -- operator actions (farm commands) ------------------------------------------------
+    def pause(self, serial: str, reason: str = "by operator") -> None:
+        """No new leases for ``serial``; a running episode finishes first."""
+        self.devices[serial].pause(reason)
+
+    def resume(self, serial: str, reason: str = "by operator") -> None:
+        self.devices[serial].resume(reason)
+
+    def quarantine(self, serial: str, reason: str = "by operator") -> None:
+        """Quarantine now: a running episode loses its lease and ends as aborted."""
+        self.devices[serial].quarantine(reason)
+
+    def release(self, serial: str) -> None:
+        """Lift a quarantine (the device is prepared again, failures forgotten)."""
+        self.devices[serial].unquarantine()
+
+    async def reconnect(self, serial: str) -> Health:
+        """``adb disconnect`` + ``adb connect`` for TCP devices, then probe (all devices).
+        Raises ``DeviceError`` when the device does not answer."""
+        md = self.devices[serial]
+        if md.transport is Transport.TCP:
+            await asyncio.wait_for(self._reconnect(serial), self.config.reconnect_timeout_s)
+        return await md.probe_now()
 
     # -- events ------------------------------------------------------------------------
     def on_change(self, listener: StateChangedListener) -> None:
@@ -236,7 +261,7 @@ class DeviceRegistry:
                 configured=s in self.targets, failures=md.failures,
                 leased_by=md.lease_holder.owner if md.lease_holder else None,
                 lease_id=md.lease_holder.id if md.lease_holder else None,
-                last_ok_age_s=now - md.last_ok, health=md.health,
+                last_ok_age_s=now - md.last_ok, health=md.health, paused=md.paused,
             )
             for s, md in sorted(self.devices.items())
         ]

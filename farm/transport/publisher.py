@@ -20,7 +20,9 @@ import hashlib
 import logging
 import os
 import time
+from collections import Counter, deque
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +34,7 @@ from distrl_sdk.wire import (
     DeviceStatus,
     FrameOptions,
     Message,
+    Rejected,
     TrajectoryAck,
     TrajectoryMsg,
     encode_envelope,
@@ -49,6 +52,13 @@ __all__ = ["Publisher", "PublisherStats"]
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+# One hashing thread for all publishers, FIFO: trajectories handed over together are
+# hashed one after the other, so the first can be on the wire while the rest are hashed
+# (a pool would hash them all at once, competing for the cores with the sender, the
+# broker and the learner, and delay the first send until nearly all are done).
+_HASHER = ThreadPoolExecutor(1, thread_name_prefix="distrl-sha256")
 
 log = logging.getLogger(__name__)
 
@@ -87,11 +97,13 @@ class Publisher:
         self.backoff = backoff or Backoff()
         self.keepalive = keepalive
         self.stats = PublisherStats()
+        self.rejects: Counter[str] = Counter()  # hostile/garbage messages on the ack topic
         self.connected = asyncio.Event()
         self._wake = asyncio.Event()
         self._statuses: dict[str, bytes] = {}
         self._early: dict[str, tuple[bytes, str]] = {}  # being written to the spool
         self._early_acked: set[str] = set()
+        self._fresh: deque[str] = deque()  # ids not sent yet on this connection
         self._task: asyncio.Task[None] | None = None
         self._client: aiomqtt.Client | None = None
         self._stopping = False
@@ -145,8 +157,9 @@ class Publisher:
         arrives before the write finishes deletes the entry right after it."""
         if traj_id in self.spool or traj_id in self._early:
             return
-        digest = await asyncio.to_thread(_sha256, payload)
+        digest = await asyncio.get_running_loop().run_in_executor(_HASHER, _sha256, payload)
         self._early[traj_id] = (payload, digest)
+        self._fresh.append(traj_id)
         self._wake.set()
         try:
             if await self.spool.put(traj_id, payload, sha256=digest):
@@ -226,14 +239,21 @@ class Publisher:
     async def _acks(self, client: aiomqtt.Client) -> None:
         async for m in client.messages:
             parsed = parse_message(str(m.topic), m.payload)
-            if isinstance(parsed, Message) and isinstance(parsed.body, TrajectoryAck):
-                ids = list(parsed.body.ids)
-                early = [i for i in ids if i in self._early]
-                self._early_acked.update(early)
-                # count before awaiting: remove() empties the index at once, so a
-                # wait_acked() woken by it must already see the acks in the stats
-                self.stats.acked += len(early) + sum(1 for i in ids if i in self.spool)
-                await self.spool.remove(ids)
+            if isinstance(parsed, Rejected):  # garbage on our ack topic: counted, ignored
+                self.rejects[parsed.reason.value] += 1
+                log.warning("publisher %s: rejected a message on %s: %s", self.farm_id,
+                            m.topic, parsed)
+                continue
+            if not isinstance(parsed, Message) or not isinstance(parsed.body, TrajectoryAck):
+                self.rejects["wrong_schema"] += 1
+                continue
+            ids = list(parsed.body.ids)
+            early = [i for i in ids if i in self._early]
+            self._early_acked.update(early)
+            # count before awaiting: remove() empties the index at once, so a
+            # wait_acked() woken by it must already see the acks in the stats
+            self.stats.acked += len(early) + sum(1 for i in ids if i in self.spool)
+            await self.spool.remove(ids)
 
     async def _send(self, client: aiomqtt.Client) -> None:
         sent_at: dict[str, float] = {}  # this connection only: a reconnect replays all
@@ -260,15 +280,29 @@ class Publisher:
     async def _send_loop(self, client: aiomqtt.Client, sent_at: dict[str, float],
                          sem: asyncio.Semaphore, inflight: set[asyncio.Task[Any]],
                          failures: list[BaseException], one: Any) -> None:
+        # Work per wake-up is O(new ids), not O(spool): new ids come from ``_fresh``; the
+        # whole spool is walked once per connection (replay) and when a resend is due.
+        # ``sent_at`` is kept in send order, so its first item is the oldest send.
+        self._fresh.clear()
+        todo: list[str] = [*self._early, *self.spool.ids()]
         while True:
             self._wake.clear()
+            if failures:
+                raise failures[0]
+            while self._fresh:
+                todo.append(self._fresh.popleft())
             now = time.monotonic()
-            for tid in [*self._early, *self.spool.ids()]:
-                if failures:
-                    raise failures[0]
+            for tid in list(sent_at):  # forget acked ids; find resends due
+                if tid not in self.spool and tid not in self._early:
+                    del sent_at[tid]
+                elif now - sent_at[tid] >= self.resend_after_s:
+                    todo.append(tid)
+                else:
+                    break  # the rest were sent later
+            for tid in todo:
                 last = sent_at.get(tid)
                 if last is not None and now - last < self.resend_after_s:
-                    continue
+                    continue  # queued twice (fresh + replay)
                 if tid in self._early_acked:
                     continue
                 digest: str | None
@@ -293,15 +327,14 @@ class Publisher:
                 if last is not None:
                     self.stats.resent += 1
                 self.stats.sent += 1
+                sent_at.pop(tid, None)
                 sent_at[tid] = time.monotonic()
-            for tid in [t for t in sent_at if t not in self.spool and t not in self._early]:
-                del sent_at[tid]
-            if failures:
-                raise failures[0]
+            todo = []
             wait = self.resend_after_s
-            if sent_at:
-                oldest = min(sent_at.values())
-                wait = max(0.05, oldest + self.resend_after_s - time.monotonic())
+            for tid, at in sent_at.items():  # the oldest still unacked send
+                if tid in self.spool or tid in self._early:
+                    wait = max(0.05, at + self.resend_after_s - time.monotonic())
+                    break
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(wait):
                     await self._wake.wait()

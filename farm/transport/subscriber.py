@@ -17,6 +17,7 @@ import os
 import time
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import aiomqtt
@@ -101,7 +102,9 @@ class TrajectorySubscriber:
         # sha256 of whole payloads is checked here, in a worker thread, not in the loop
         self.reassembler = reassembler or Reassembler()
         self.reassembler.verify = False
-        self.inline_verify_bytes = 4 * 1024 * 1024  # larger payloads are hashed in a thread
+        # smaller payloads are hashed inline (a thread hop costs more than hashing them)
+        self.inline_verify_bytes = 64 * 1024
+        self.pipeline_depth = 8  # payloads being hashed / waiting for delivery (memory bound)
         self.seen = seen or SeenIds()
         self.max_chunk_bytes = max_chunk_bytes
         self.backoff = backoff or Backoff()
@@ -184,7 +187,17 @@ class TrajectorySubscriber:
 
     async def _loop(self, client: aiomqtt.Client, acks: asyncio.Queue[tuple[str, str]]
                     ) -> None:
+        """Two stages: this task receives and reassembles; complete payloads have their
+        sha256 checked in a worker thread (hashing releases the GIL, so it overlaps with
+        receiving the next messages) and go, in arrival order, to :meth:`_deliver`."""
+        ready: asyncio.Queue[_Whole] = asyncio.Queue(self.pipeline_depth)
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self._deliver(ready, acks))
+            await self._receive(client, ready)
+
+    async def _receive(self, client: aiomqtt.Client, ready: asyncio.Queue[_Whole]) -> None:
         last_expire = time.monotonic()
+        loop = asyncio.get_running_loop()
         async for m in client.messages:
             now = time.monotonic()
             if now - last_expire > 1.0:
@@ -193,8 +206,8 @@ class TrajectorySubscriber:
                 if self.reassembler.expired > before:
                     self.rejects[RejectReason.TIMEOUT.value] += self.reassembler.expired - before
                 last_expire = now
-            parsed = parse_message(str(m.topic), m.payload,
-                                   max_chunk_bytes=self.max_chunk_bytes)
+            topic = str(m.topic)
+            parsed = parse_message(topic, m.payload, max_chunk_bytes=self.max_chunk_bytes)
             if isinstance(parsed, Rejected):
                 self._reject(parsed)
                 continue
@@ -207,19 +220,29 @@ class TrajectorySubscriber:
             if isinstance(whole, Rejected):
                 self._reject(whole)
                 continue
-            checked = (verify_payload(whole, parsed.sha256) if len(whole) < self.inline_verify_bytes
-                       else await asyncio.to_thread(verify_payload, whole, parsed.sha256))
+            checked: asyncio.Future[bytes | Rejected] = loop.create_future()
+            if len(whole) < self.inline_verify_bytes:
+                checked.set_result(verify_payload(whole, parsed.sha256))
+            else:
+                checked = loop.run_in_executor(None, verify_payload, whole, parsed.sha256)
+            await ready.put(_Whole(topic, parsed.msg_id, checked))
+
+    async def _deliver(self, ready: asyncio.Queue[_Whole],
+                       acks: asyncio.Queue[tuple[str, str]]) -> None:
+        while True:
+            item = await ready.get()
+            checked = await item.checked
             if isinstance(checked, Rejected):
                 self._reject(checked)
                 continue
             # the whole payload's sha256 was checked: skip the attachments' own
-            decoded = decode_trajectory(whole, verify_attachments=False)
+            decoded = decode_trajectory(checked, verify_attachments=False)
             if isinstance(decoded, Rejected):
                 self._reject(decoded)
                 continue
-            farm = str(m.topic).split("/")[2]
+            farm = item.topic.split("/")[2]
             tid = decoded.msg.id
-            if tid != parsed.msg_id or decoded.msg.farm_id != farm:
+            if tid != item.msg_id or decoded.msg.farm_id != farm:
                 self._reject(Rejected(RejectReason.BAD_BODY, "ids differ from topic/chunks"))
                 continue
             if tid in self.seen:
@@ -234,3 +257,13 @@ class TrajectorySubscriber:
                 self.seen.add(tid)
                 self.delivered += 1
             acks.put_nowait((farm, tid))
+
+
+@dataclass(frozen=True)
+class _Whole:
+    """A reassembled payload on its way to delivery; ``checked`` resolves to the payload
+    once its sha256 matched (or to the rejection)."""
+
+    topic: str
+    msg_id: str
+    checked: asyncio.Future[bytes | Rejected]

@@ -1,0 +1,210 @@
+"""The DigiRL-style baseline (arXiv 2406.11896; research notes §5): what A-RIDE is
+measured against.
+
+- Uniform replay over episodes (the same buffer with α = 0, β = 0 and no lag bound).
+- Step critic V(s) ∈ (0, 1): a classifier of "the Monte Carlo return from s is > 0",
+  trained by BCE (as DigiRL's code does).
+- Trajectory critic V_traj(instruction): Monte Carlo BCE on the final reward.
+- Trajectory filter: the actor trains only on episodes whose r_τ − V_traj(g) is in the
+  replay's top 10 % (``filter_quantile`` 0.9), recomputed every update.
+- Doubly-robust step advantage (DigiRL paper), then **binarised**:
+      A_t = λ^{H−t} r_H + (1 − λ^{H−t}) (r_t + γ V(s_{t+1}) − V(s_t)),   weight 1[A_t > 0]
+- Actor: advantage-weighted regression with those binary weights, no importance
+  ratios, no entropy bonus:  L_π = −E[ 1[A_t > 0] log π(a_t|s_t) ].
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from distrl_sdk.errors import ConfigError
+from distrl_sdk.learn.api import EpisodeRecord, TrainablePolicy
+from distrl_sdk.learn.aride import EpisodeBatch
+from distrl_sdk.learn.critics import StepCritic, TrajectoryCritic
+from distrl_sdk.learn.replay import PrioritizedReplay
+from distrl_sdk.learn.state import load_optimizer_state, optimizer_state
+
+__all__ = ["DigiRLConfig", "DigiRLTrainer"]
+
+
+@dataclass
+class DigiRLConfig:
+    """Knobs of the DigiRL-style baseline ("code" = DigiRL/DistRL released configs)."""
+
+    gamma: float = 0.5  # γ (code: 0.5)
+    dr_lambda: float = 0.5  # λ of the doubly-robust advantage (mix of MC and one-step TD)
+    filter_quantile: float = 0.9  # actor trains on the top 10 % of r − V_traj (code: 0.9)
+    capacity: int = 10_000  # uniform circular replay, in episodes (code: 10000)
+    batch_episodes: int = 16  # episodes per critic batch
+    actor_batch_episodes: int = 16  # episodes per actor batch, from the filtered set
+    min_episodes: int = 32  # ready() once replay holds this many
+    actor_lr: float = 1e-4  # Adam (code: lm_lr 1e-4)
+    critic_lr: float = 1e-4  # Adam (code: critic_lr 1e-4)
+    traj_critic_lr: float = 1e-4  # Adam
+    critic_hidden: int = 256
+    max_grad_norm: float = 1.0  # (code: 0.01)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.filter_quantile < 1 or not 0 <= self.gamma <= 1 \
+                or not 0 <= self.dr_lambda <= 1 or self.capacity < 1 \
+                or self.batch_episodes < 1 or self.actor_batch_episodes < 1:
+            raise ConfigError(f"DigiRL config out of range: {self}")
+
+
+class DigiRLTrainer:
+    """DigiRL-style AWR over any :class:`TrainablePolicy` (the ``learn.api`` Trainer)."""
+
+    def __init__(self, policy: TrainablePolicy, config: DigiRLConfig | None = None) -> None:
+        self.policy, self.config = policy, config or DigiRLConfig()
+        cfg = self.config
+        self.version, self.updates, self.skipped_steps = 0, 0, 0
+        self.replay = PrioritizedReplay(cfg.capacity, max_lag=None, seed=cfg.seed)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(cfg.seed)
+            self.critic = StepCritic(policy.feature_dim, cfg.critic_hidden)
+            self.traj_critic = TrajectoryCritic(policy.feature_dim, cfg.critic_hidden)
+        self.actor_opt = torch.optim.Adam(policy.trainable_parameters(), lr=cfg.actor_lr)
+        self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr)
+        self.traj_opt = torch.optim.Adam(self.traj_critic.parameters(), lr=cfg.traj_critic_lr)
+        self.timings: dict[str, float] = {"update": 0.0}
+
+    def add_episode(self, episode: EpisodeRecord) -> bool:
+        return bool(episode.steps) and self.replay.add(episode, 1.0) is not None
+
+    def ready(self) -> bool:
+        return len(self.replay) >= self.config.min_episodes
+
+    def update(self) -> dict[str, float]:
+        cfg = self.config
+        if len(self.replay) == 0:
+            raise RuntimeError("DigiRL update on an empty replay buffer (check ready() first)")
+        t_start = time.perf_counter()
+
+        # 1. critics on a uniform batch
+        sample = self.replay.sample(cfg.batch_episodes, 0.0, 0.0, current_version=self.version)
+        batch = EpisodeBatch.build(sample.episodes)
+        with torch.no_grad():
+            out = self.policy.evaluate(batch.steps)
+            g_feats = self.policy.instruction_features(batch.instructions)
+        logits = batch.pad(self.critic.forward(out.features))
+        labels = (self._mc_returns(batch) > 0).float()
+        critic_loss = (F.binary_cross_entropy_with_logits(logits, labels, reduction="none")
+                       * batch.mask).sum() / batch.mask.sum()
+        self._step(self.critic_opt, critic_loss, self.critic.parameters())
+        traj_loss = self.traj_critic.loss(self.traj_critic.logits(g_feats), batch.final_reward)
+        self._step(self.traj_opt, traj_loss, self.traj_critic.parameters())
+
+        # 2. trajectory filter over the whole replay: top (1 − q) of r − V_traj(g)
+        slots = self.replay.filled()
+        episodes = [self.replay.episode(int(i)) for i in slots]
+        v_traj = self._instruction_values([e.instruction for e in episodes])
+        traj_adv = np.array([e.reward for e in episodes]) - v_traj
+        kept = slots[traj_adv >= np.quantile(traj_adv, cfg.filter_quantile)]
+        pick = self.replay.rng.choice(kept, size=cfg.actor_batch_episodes)
+
+        # 3. binarised doubly-robust advantage, then AWR on the filtered episodes
+        abatch = EpisodeBatch.build([self.replay.episode(int(i)) for i in pick])
+        out = self.policy.evaluate(abatch.steps)
+        log_pi = abatch.pad(out.log_prob)
+        with torch.no_grad():
+            v = torch.sigmoid(abatch.pad(self.critic(out.features))) * abatch.mask
+            v_next = torch.cat([v[:, 1:], v.new_zeros(v.shape[0], 1)], dim=1)
+            lengths = abatch.mask.sum(1, keepdim=True)
+            t = torch.arange(v.shape[1], dtype=torch.float32)[None, :]
+            mix = cfg.dr_lambda ** (lengths - 1 - t).clamp_min(0)
+            r_last = abatch.rewards.gather(1, (lengths - 1).long())
+            adv = mix * r_last + (1 - mix) * (abatch.rewards + cfg.gamma * v_next - v)
+            weight = (adv > 0).float() * abatch.mask
+            rho = torch.exp((log_pi.detach() - abatch.log_mu).clamp(max=30.0)) * abatch.mask
+        n = abatch.mask.sum()
+        actor_loss = -(weight * log_pi).sum() / n
+        changed = self._step(self.actor_opt, actor_loss, self.policy.trainable_parameters())
+
+        self.updates += 1
+        self.version += changed  # a version per update that moved the policy
+        self.timings["update"] += time.perf_counter() - t_start
+        lags = self.replay.lags(self.version, pick)
+        return {"actor_loss": float(actor_loss.detach()),
+                "critic_loss": float(critic_loss.detach()),
+                "traj_critic_loss": float(traj_loss.detach()),
+                "entropy": float((abatch.pad(out.entropy.detach())).sum() / n),
+                "mean_rho": float(rho.sum() / n), "positive_advantage": float(weight.sum() / n),
+                "mean_priority": 1.0, "kept_episodes": float(kept.size),
+                "policy_lag_min": float(lags.min()), "policy_lag_avg": float(lags.mean()),
+                "policy_lag_max": float(lags.max()), "replay_size": float(len(self.replay)),
+                "steps": float(n), "version": float(self.version),
+                "skipped_steps": float(self.skipped_steps)}
+
+    def _mc_returns(self, batch: EpisodeBatch) -> torch.Tensor:
+        g = torch.zeros_like(batch.rewards)
+        acc = torch.zeros(batch.rewards.shape[0])
+        for t in range(batch.rewards.shape[1] - 1, -1, -1):
+            acc = batch.rewards[:, t] + self.config.gamma * acc * batch.mask[:, t]
+            g[:, t] = acc
+        return g * batch.mask
+
+    @torch.no_grad()
+    def _instruction_values(self, instructions: list[str]) -> np.ndarray:
+        unique = sorted(set(instructions))
+        vals = self.traj_critic(self.policy.instruction_features(unique)).numpy()
+        lookup = dict(zip(unique, vals.tolist(), strict=True))
+        return np.array([lookup[i] for i in instructions], dtype=np.float64)
+
+    def _step(self, opt: torch.optim.Optimizer, loss: torch.Tensor, params: Any) -> bool:
+        """One clipped gradient step; skipped (and counted) if the loss or gradients are
+        not finite, so one hostile or broken episode cannot poison the weights."""
+        opt.zero_grad(set_to_none=True)
+        if not torch.isfinite(loss):
+            self.skipped_steps += 1
+            return False
+        loss.backward()  # type: ignore[no-untyped-call]
+        norm = torch.nn.utils.clip_grad_norm_(list(params), self.config.max_grad_norm)
+        if not torch.isfinite(norm):
+            opt.zero_grad(set_to_none=True)
+            self.skipped_steps += 1
+            return False
+        opt.step()
+        return True
+
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        tensors = {f"policy.{k}": v for k, v in self.policy.weights().items()}
+        tensors |= {f"critic.{k}": v for k, v in self.critic.state_dict().items()}
+        tensors |= {f"traj_critic.{k}": v for k, v in self.traj_critic.state_dict().items()}
+        for name, opt in self._optimizers().items():
+            tensors |= optimizer_state(opt, f"opt.{name}")[0]
+        # copies: safetensors refuses tensors that share storage (tied weights, views)
+        return {k: v.detach().cpu().clone() for k, v in tensors.items()}
+
+    def state_meta(self) -> dict[str, Any]:
+        return {"trainer": "digirl", "version": self.version, "updates": self.updates,
+                "skipped_steps": self.skipped_steps,
+                "config": asdict(self.config),
+                "optimizers": {name: optimizer_state(opt, f"opt.{name}")[1]
+                               for name, opt in self._optimizers().items()}}
+
+    def load_state(self, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, Any]) -> None:
+        if meta.get("trainer") != "digirl":
+            raise ConfigError(f"checkpoint is from a {meta.get('trainer')!r} trainer, "
+                              "not DigiRL")
+
+        def part(prefix: str) -> dict[str, torch.Tensor]:
+            return {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
+
+        self.policy.load_weights(part("policy."))
+        self.critic.load_state_dict(part("critic."))
+        self.traj_critic.load_state_dict(part("traj_critic."))
+        for name, opt in self._optimizers().items():
+            load_optimizer_state(opt, f"opt.{name}", tensors, meta["optimizers"][name])
+        self.version, self.updates = int(meta["version"]), int(meta["updates"])
+        self.skipped_steps = int(meta.get("skipped_steps", 0))
+
+    def _optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        return {"actor": self.actor_opt, "critic": self.critic_opt, "traj": self.traj_opt}

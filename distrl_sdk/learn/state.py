@@ -1,0 +1,190 @@
+"""Trainer checkpoints without pickle: safetensors for tensors, JSON for the rest.
+
+A checkpoint is a directory::
+
+    trainer.safetensors       Trainer.state_tensors(): policy, critics, optimiser moments
+    trainer.json              Trainer.state_meta() + the policy's kind/config, format 1
+    replay.jsonl              line 1: replay counters and sampling RNG; then one stored
+                              episode per line (with its priority, slot, insertion order)
+    replay_frames.safetensors screen frames of replayed steps as uint8 tensors (if any)
+
+It is written to a sibling temporary directory and swapped in with ``os.replace``: a
+crash mid-save leaves the previous checkpoint whole (kept as ``.<name>.old`` until the
+swap finishes, and used by :func:`load_trainer_state` if the swap was interrupted).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from distrl_sdk.errors import ConfigError
+from distrl_sdk.learn.api import EpisodeRecord, StepRecord, Trainer
+from distrl_sdk.learn.replay import PrioritizedReplay, ReplayEntry
+
+__all__ = ["load_optimizer_state", "load_trainer_state", "optimizer_state", "save_trainer"]
+
+FORMAT = 1
+_TENSORS, _META = "trainer.safetensors", "trainer.json"
+_REPLAY, _FRAMES = "replay.jsonl", "replay_frames.safetensors"
+
+
+# -- optimiser state as tensors + JSON ------------------------------------------
+def optimizer_state(opt: torch.optim.Optimizer, prefix: str
+                    ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """``opt.state_dict()`` split into ``{prefix.<param>.<name>: tensor}`` and JSON."""
+    sd = opt.state_dict()
+    tensors: dict[str, torch.Tensor] = {}
+    scalars: dict[str, Any] = {}
+    for pid, st in sd["state"].items():
+        for name, value in st.items():
+            if isinstance(value, torch.Tensor):
+                tensors[f"{prefix}.{pid}.{name}"] = value.detach().cpu().contiguous()
+            else:
+                scalars[f"{pid}.{name}"] = value
+    return tensors, {"param_groups": sd["param_groups"], "scalars": scalars}
+
+
+def load_optimizer_state(opt: torch.optim.Optimizer, prefix: str,
+                         tensors: Mapping[str, torch.Tensor], meta: Mapping[str, Any]) -> None:
+    """Inverse of :func:`optimizer_state`."""
+    state: dict[int, dict[str, Any]] = {}
+    for key, value in tensors.items():
+        if key.startswith(prefix + "."):
+            pid, name = key[len(prefix) + 1 :].split(".", 1)
+            state.setdefault(int(pid), {})[name] = value
+    for key, value in meta["scalars"].items():
+        pid, name = key.split(".", 1)
+        state.setdefault(int(pid), {})[name] = value
+    opt.load_state_dict({"state": state, "param_groups": meta["param_groups"]})
+
+
+# -- episodes as JSON ------------------------------------------------------------
+def _episode_json(ep: EpisodeRecord, key: str, frames: dict[str, torch.Tensor]
+                  ) -> dict[str, Any]:
+    steps = []
+    for j, s in enumerate(ep.steps):
+        frame_key = None
+        if s.frame is not None:
+            frame_key = f"{key}.{j}"
+            frames[frame_key] = torch.frombuffer(bytearray(s.frame), dtype=torch.uint8)
+        steps.append({"obs": s.obs, "choice": s.choice, "log_mu": s.log_mu, "reward": s.reward,
+                      "policy_version": s.policy_version, "invalid": s.invalid,
+                      "frame": frame_key})
+    return {"id": ep.id, "task": ep.task, "instruction": ep.instruction, "success": ep.success,
+            "reward": ep.reward, "farm_id": ep.farm_id, "device_id": ep.device_id,
+            "meta": ep.meta, "steps": steps}
+
+
+def _episode_from_json(d: Mapping[str, Any], frames: Mapping[str, torch.Tensor]
+                       ) -> EpisodeRecord:
+    steps = [StepRecord(obs=s["obs"], choice=s["choice"], log_mu=float(s["log_mu"]),
+                        reward=float(s["reward"]), policy_version=int(s["policy_version"]),
+                        invalid=bool(s["invalid"]),
+                        frame=bytes(frames[s["frame"]].numpy().tobytes()) if s["frame"] else None)
+             for s in d["steps"]]
+    return EpisodeRecord(id=d["id"], task=d["task"], instruction=d["instruction"], steps=steps,
+                         success=bool(d["success"]), reward=float(d["reward"]),
+                         farm_id=d["farm_id"], device_id=d["device_id"], meta=dict(d["meta"]))
+
+
+# -- whole checkpoints -----------------------------------------------------------
+def _write(path: Path, data: bytes) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _write_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
+    """safetensors straight to disk (replay frames can be large), then fsync."""
+    from safetensors.torch import save_file
+
+    save_file(tensors, str(path))
+    with open(path, "rb") as f:
+        os.fsync(f.fileno())
+
+
+def save_trainer(trainer: Trainer, directory: str | Path) -> Path:
+    """Checkpoint ``trainer`` (and its ``replay``, if it has one) into ``directory``."""
+    d = Path(directory)
+    d.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{d.name}.tmp-", dir=d.parent))
+    try:
+        _write_tensors(tmp / _TENSORS, dict(trainer.state_tensors()))
+        meta = {"format": FORMAT, "policy_kind": trainer.policy.kind,
+                "policy_config": trainer.policy.config_dict(), "state": trainer.state_meta()}
+        _write(tmp / _META, json.dumps(meta, indent=1).encode())
+        replay = getattr(trainer, "replay", None)
+        if isinstance(replay, PrioritizedReplay):
+            frames: dict[str, torch.Tensor] = {}
+            lines = [json.dumps({"format": FORMAT, "replay": replay.state_meta()})]
+            for e in replay.entries():
+                lines.append(json.dumps({"slot": e.slot, "priority": e.priority, "seq": e.seq,
+                                         "scored_at": e.scored_at,
+                                         "episode": _episode_json(e.episode, f"e{e.seq}",
+                                                                  frames)}))
+            _write(tmp / _REPLAY, ("\n".join(lines) + "\n").encode())
+            if frames:
+                _write_tensors(tmp / _FRAMES, frames)
+        old = d.parent / f".{d.name}.old"
+        if old.exists():
+            shutil.rmtree(old)
+        if d.exists():
+            os.replace(d, old)
+        os.replace(tmp, d)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return d
+
+
+def _resolve(directory: Path) -> Path:
+    if (directory / _META).is_file():
+        return directory
+    old = directory.parent / f".{directory.name}.old"
+    if (old / _META).is_file():  # a save was interrupted between its two renames
+        return old
+    raise ConfigError(f"{directory} is not a trainer checkpoint (no {_META}; "
+                      "`distrl learner` writes one with save_trainer)")
+
+
+def load_trainer_state(trainer: Trainer, directory: str | Path) -> dict[str, Any]:
+    """Restore ``trainer`` (policy, critics, optimisers, counters, replay with its
+    priorities and sampling RNG) from :func:`save_trainer`'s directory; returns the
+    saved meta. Errors say what does not fit."""
+    from safetensors.torch import load_file
+
+    d = _resolve(Path(directory))
+    try:
+        meta = json.loads((d / _META).read_text())
+        tensors = load_file(str(d / _TENSORS))
+    except Exception as exc:  # OSError, JSON errors, safetensors' own SafetensorError
+        raise ConfigError(f"{d}: unreadable trainer checkpoint ({exc})") from exc
+    if meta.get("format") != FORMAT:
+        raise ConfigError(f"{d}: checkpoint format {meta.get('format')!r}, expected {FORMAT}")
+    if meta.get("policy_kind") != trainer.policy.kind:
+        raise ConfigError(f"{d}: checkpoint holds a {meta.get('policy_kind')!r} policy, "
+                          f"the trainer a {trainer.policy.kind!r} one")
+    trainer.load_state(tensors, meta["state"])
+    replay = getattr(trainer, "replay", None)
+    if isinstance(replay, PrioritizedReplay) and (d / _REPLAY).is_file():
+        try:
+            frames = load_file(str(d / _FRAMES)) if (d / _FRAMES).is_file() else {}
+            with open(d / _REPLAY, encoding="utf-8") as f:
+                header = json.loads(f.readline())
+                entries = [ReplayEntry(int(r["slot"]), _episode_from_json(r["episode"], frames),
+                                       float(r["priority"]), int(r["seq"]), int(r["scored_at"]))
+                           for r in (json.loads(line) for line in f if line.strip())]
+            replay.restore(entries, header["replay"])
+        except Exception as exc:
+            raise ConfigError(f"{d}: unreadable replay in the checkpoint ({exc})") from exc
+    return dict(meta)

@@ -1,0 +1,75 @@
+"""``distrl config show``: the effective farm configuration and where each value came from."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+__all__ = ["FieldsHelp", "config"]
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class FieldsHelp(click.Command):
+    """A command whose --help ends with every config field (built only when asked: the
+    config model pulls in pydantic and the farm, too slow for every `distrl` start)."""
+
+    def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from farm.config import fields_help
+
+        self.epilog = fields_help()
+        super().format_epilog(ctx, formatter)
+
+
+def _value(data: dict[str, Any], key: str) -> Any:
+    cur: Any = data
+    for part in key.split("."):
+        cur = cur[part]
+    return cur
+
+
+@click.group("config", context_settings=CONTEXT)
+def config() -> None:
+    """Look at the farm configuration (flags > DISTRL_* env vars > TOML file > defaults)."""
+
+
+@config.command("show", cls=FieldsHelp, context_settings=CONTEXT)
+@click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
+              envvar="DISTRL_CONFIG", show_envvar=True, help="TOML config file.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print {config, sources} as JSON instead of a table.")
+def show(config_file: str | None, as_json: bool) -> None:
+    """Print the effective configuration (secrets masked) and where each value came from:
+    default, the file, an environment variable or a flag."""
+    from farm.config import FIELDS, SECRET_KEYS, ConfigError, load_settings, masked
+
+    try:
+        loaded = load_settings(config_file)
+    except ConfigError as exc:
+        Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}",
+                                                   highlight=False)
+        sys.exit(2)
+    data = masked(loaded.settings)
+    if as_json:
+        click.echo(json.dumps({"config": data, "sources": loaded.sources,
+                               "file": str(loaded.path) if loaded.path else None}, indent=2))
+        return
+    table = Table(title=f"farm config{f' ({loaded.path})' if loaded.path else ''}")
+    for col in ("key", "value", "source"):
+        table.add_column(col, overflow="fold")
+    for key in FIELDS:
+        v = _value(data, key)
+        shown = ("-" if v is None else ", ".join(map(str, v)) if isinstance(v, list)
+                 else str(v).lower() if isinstance(v, bool) else str(v))
+        if key in SECRET_KEYS and v is not None:
+            shown = "****"
+        src = loaded.sources[key]
+        table.add_row(key, escape(shown), escape(src),
+                      style="dim" if src == "default" else None)
+    Console().print(table)

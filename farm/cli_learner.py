@@ -1,0 +1,179 @@
+"""``distrl learner``: train from the farms' trajectories and broadcast policy versions."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import signal
+import sys
+import time
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+__all__ = ["learner", "load_learner_config"]
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+console = Console()
+err_console = Console(stderr=True, soft_wrap=True)
+
+
+def _fail(message: str, code: int = 2) -> None:
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    sys.exit(code)
+
+
+def _info(message: str) -> None:
+    err_console.print(message, markup=False, highlight=False)
+
+
+def load_learner_config(path: Path | None, overrides: dict[str, Any]) -> Any:
+    """File (top-level keys, or a ``[learner]`` table) < flags. Raises ``ValueError``
+    with the file and field named."""
+    from pydantic import ValidationError
+
+    from farm.learner.service import LearnerConfig
+
+    data: dict[str, Any] = {}
+    where = "flags"
+    if path is not None:
+        where = str(path)
+        try:
+            doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{path}: not valid TOML ({exc})") from None
+        table = doc.get("learner", doc)
+        if not isinstance(table, dict):
+            raise ValueError(f"{path}: [learner] must be a table")
+        data.update(table)
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return LearnerConfig.model_validate(data)
+    except ValidationError as exc:
+        errs = "; ".join(f"{'.'.join(map(str, e['loc'])) or '?'}: {e['msg']}"
+                         for e in exc.errors())
+        raise ValueError(f"{where}: {errs}") from None
+
+
+@click.command("learner", context_settings=CONTEXT)
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="TOML file with LearnerConfig fields (top level or "
+                                 "[learner]); flags override it.")
+@click.option("--broker", "broker_url", default=None,
+              help="MQTT broker URL [default: mqtt://127.0.0.1:1883].")
+@click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Checkpoints, journal and scalar logs; reusing it resumes "
+                   "[default: runs/learner].")
+@click.option("--algo", type=click.Choice(["aride", "digirl"]), default=None,
+              help="A-RIDE, or the DigiRL-style baseline [default: aride].")
+@click.option("--policy", "policy_kind", type=click.Choice(["uitree", "vlm"]), default=None,
+              help="Policy to train [default: uitree].")
+@click.option("--duration", type=click.FloatRange(0, min_open=True), default=None,
+              help="Stop after this many seconds (default: until Ctrl-C).")
+@click.option("--progress-every", type=click.FloatRange(0.1), default=5.0, show_default=True,
+              help="Seconds between progress lines.")
+@click.option("--json", "as_json", is_flag=True, help="Print the final summary as JSON.")
+@click.option("-v", "--verbose", is_flag=True, help="Log what the learner does.")
+def learner(config_path: Path | None, broker_url: str | None, run_dir: Path | None,
+            algo: str | None, policy_kind: str | None, duration: float | None,
+            progress_every: float, as_json: bool, verbose: bool) -> None:
+    """Learn from the farms' trajectories (dedupe, replay, A-RIDE updates), publish
+    policy versions, checkpoint and resume. Ctrl-C stops cleanly (final checkpoint)."""
+    from farm.transport import parse_broker_url
+
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(asctime)s %(name)s: %(message)s")
+    try:
+        cfg = load_learner_config(config_path, {
+            "broker_url": broker_url, "run_dir": run_dir, "algorithm": algo,
+            "policy_kind": policy_kind, "metrics_every_s": progress_every})
+        parse_broker_url(cfg.broker_url)
+    except ValueError as exc:
+        _fail(str(exc))
+    try:
+        summary = asyncio.run(_run(cfg, duration))
+    except ConnectionError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except Exception as exc:  # a config the policy/trainer refuses: say so, no traceback
+        from distrl_sdk import DistRLError
+
+        if isinstance(exc, DistRLError | ValueError):
+            _fail(str(exc))
+        raise
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, default=str))
+    else:
+        _print_summary(summary)
+
+
+async def _check_broker(url: str) -> None:
+    import aiomqtt
+
+    from farm.transport import parse_broker_url
+
+    addr = parse_broker_url(url)
+    try:
+        async with asyncio.timeout(5):
+            async with aiomqtt.Client(**addr.client_kwargs(), timeout=3):
+                pass
+    except (aiomqtt.MqttError, OSError, TimeoutError) as exc:
+        raise ConnectionError(f"cannot reach the MQTT broker at {addr}: {exc or 'timeout'} "
+                              "(start one with `distrl broker`)") from None
+
+
+async def _run(cfg: Any, duration: float | None) -> dict[str, Any]:
+    from farm.learner.service import LearnerService
+
+    await _check_broker(cfg.broker_url)
+    svc = LearnerService(cfg)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, svc.stop)
+    t0 = time.monotonic()
+
+    def progress(m: dict[str, float]) -> None:
+        succ = m.get("success_rate")
+        loss = m.get("train/loss", m.get("train/actor_loss"))
+        _info(f"[{time.monotonic() - t0:6.0f} s] v{int(m['version'])} "
+              f"(published v{int(m['published_version'])}) · updates {int(m['updates'])} "
+              f"({m['updates_per_s']:.2f}/s) · episodes {int(m['episodes'])} "
+              f"({m['trajectories_per_min']:.1f}/min) · replay {int(m.get('replay_size', 0))}"
+              f" · success {'-' if succ is None else f'{succ:.0%}'}"
+              + (f" · loss {loss:.4f}" if loss is not None else "")
+              + f" · lag avg {m.get('policy_lag_avg', 0):.1f}"
+              + f" · rejected {int(m.get('rejected_total', 0))}")
+
+    _info(f"learner: {cfg.algorithm} on a {cfg.policy_kind} policy, broker {cfg.broker_url}, "
+          f"run dir {cfg.run_dir}")
+    try:
+        return await svc.run(duration, on_metrics=progress)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
+
+
+def _print_summary(s: dict[str, Any]) -> None:
+    table = Table(title="learner", show_header=False)
+    table.add_column("", style="bold")
+    table.add_column("")
+    for key in ("version", "published_version", "updates", "received", "episodes",
+                "replay_size", "checkpoints", "resumed_from", "replayed_from_journal",
+                "duplicates", "rejected", "unlearnable", "refused", "run_dir"):
+        table.add_row(key, str(s.get(key)))
+    m = s.get("metrics") or {}
+    if "success_rate" in m:
+        table.add_row("success_rate (window)", f"{m['success_rate']:.1%}")
+    console.print(table)

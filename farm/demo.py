@@ -1,0 +1,284 @@
+"""``distrl demo``: the whole system on one machine, in one command.
+
+    embedded MQTT broker ─┬─ learner process   (`distrl learner`: A-RIDE, UI-tree policy)
+                          ├─ farm process      (`distrl farm up --sim N --policy learned`)
+                          └─ TUI               (`python -m tui`, foreground) or --headless
+
+Each part is the same program a user runs on its own, started as a child process in
+its own process group with its output in ``<run-dir>/logs``; the demo only wires them
+together. Shutdown (Ctrl-C, ``q`` in the TUI, ``--duration``) stops the farm first (its
+in-flight episodes are published, the spool flushed), then the learner (which writes
+its checkpoint), then the broker; a child that does not stop in time is killed with
+its whole group, so nothing is left running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from distrl_sdk.wire import DeviceStatus, Message, Metrics, parse_message, topics
+
+__all__ = ["DemoConfig", "DemoSummary", "run_demo"]
+
+Say = Callable[[str], None]
+
+
+@dataclass
+class DemoConfig:
+    phones: int = 8
+    """Simulated phones the farm drives."""
+    duration_s: float | None = None
+    """Stop on its own after this many seconds (default: until Ctrl-C / q)."""
+    headless: bool = False
+    """Print progress lines and a summary instead of starting the TUI."""
+    run_dir: Path = Path("runs/demo")
+    """Each run gets a timestamped directory here: logs, checkpoints, the farm's spool."""
+    tasks: tuple[str, ...] = ()
+    """Task names; default: the sample suite's easy tier (tag ``easy``)."""
+    tag: str | None = "easy"
+    """Collect the tasks with this tag when ``tasks`` is empty (None: every task)."""
+    algo: str = "aride"
+    """Learner algorithm: aride (DistRL) or digirl (the baseline)."""
+    seed: int = 0
+    progress_every_s: float = 5.0
+    stop_timeout_s: float = 30.0
+    """How long each child gets to stop cleanly before its process group is killed."""
+
+
+@dataclass
+class DemoSummary:
+    started_at: float = field(default_factory=time.time)
+    wall_s: float = 0.0
+    first_episode_s: float | None = None  # demo start → first finished episode seen
+    episodes: int = 0
+    success_rate: float | None = None  # the learner's sliding window
+    success_rate_first: float | None = None  # the first window the learner reported
+    policy_version: int | None = None
+    replay_size: int | None = None
+    devices: dict[str, str] = field(default_factory=dict)  # device → last state
+    exit_codes: dict[str, int | None] = field(default_factory=dict)
+    broker: str = ""
+    run_dir: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items()}
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    # two cores are shared by phones, farm and learner: keep torch from oversubscribing
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+class _Child:
+    """A child process in its own process group (so one signal reaches all it started)."""
+
+    def __init__(self, name: str, argv: list[str], log_path: Path | None) -> None:
+        self.name, self.argv, self.log_path = name, argv, log_path
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        if self.log_path is None:  # the TUI: it owns the terminal
+            self.proc = await asyncio.create_subprocess_exec(*self.argv, env=_child_env())
+            return
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:  # the child keeps its own copy of the descriptor
+            self.proc = await asyncio.create_subprocess_exec(
+                *self.argv, stdin=subprocess.DEVNULL, stdout=fd, stderr=subprocess.STDOUT,
+                env=_child_env(), start_new_session=True)
+        finally:
+            os.close(fd)
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.proc is None else self.proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self.proc is None else self.proc.returncode
+
+    async def stop(self, timeout: float, sig: int = signal.SIGINT) -> int | None:
+        """``sig`` (SIGINT: a clean stop that flushes and checkpoints), then SIGKILL."""
+        p = self.proc
+        if p is None:
+            return None
+        group = self.log_path is not None
+        if p.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, sig) if group else p.send_signal(sig)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(p.wait(), timeout)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(p.pid, signal.SIGKILL) if group else p.kill()  # stragglers too
+        return await p.wait()
+
+
+def _distrl(*args: str) -> list[str]:
+    return [sys.executable, "-m", "farm.cli", *args]
+
+
+class _Watcher:
+    """Follows the learner's metrics and the devices' statuses over MQTT."""
+
+    def __init__(self, summary: DemoSummary, t0: float) -> None:
+        self.s, self.t0 = summary, t0
+        self.episodes_by_device: dict[str, int] = {}
+        self.garbage = 0
+
+    def feed(self, msg: Message) -> None:
+        s = self.s
+        if isinstance(msg.body, DeviceStatus):
+            st = msg.body
+            s.devices[st.device_id] = st.state
+            self.episodes_by_device[st.device_id] = st.episodes
+            self._episodes(sum(self.episodes_by_device.values()))
+        elif isinstance(msg.body, Metrics) and msg.topic.kind == "learner_metrics":
+            sc = msg.body.scalars
+            if "episodes" in sc:
+                self._episodes(int(sc["episodes"]))
+            if "success_rate" in sc:
+                s.success_rate = sc["success_rate"]
+                if s.success_rate_first is None:
+                    s.success_rate_first = sc["success_rate"]
+            if "version" in sc:
+                s.policy_version = int(sc["version"])
+            if "replay_size" in sc:
+                s.replay_size = int(sc["replay_size"])
+
+    def _episodes(self, n: int) -> None:
+        s = self.s
+        if n > s.episodes:
+            s.episodes = n
+        if n > 0 and s.first_episode_s is None:
+            s.first_episode_s = round(time.monotonic() - self.t0, 2)
+
+    async def run(self, url: str) -> None:
+        import aiomqtt
+
+        from farm.transport import parse_broker_url
+
+        addr = parse_broker_url(url)
+        while True:
+            try:
+                async with aiomqtt.Client(**addr.client_kwargs(), clean_session=True,
+                                          timeout=5) as client:
+                    await client.subscribe(f"{topics.PREFIX}/+/status/+", qos=0)
+                    await client.subscribe(topics.learner_metrics(), qos=0)
+                    async for m in client.messages:
+                        parsed = parse_message(str(m.topic), m.payload)
+                        if isinstance(parsed, Message):
+                            self.feed(parsed)
+                        else:
+                            self.garbage += 1
+            except aiomqtt.MqttError:
+                await asyncio.sleep(1.0)
+
+
+def _progress_line(s: DemoSummary, elapsed: float) -> str:
+    states: dict[str, int] = {}
+    for st in s.devices.values():
+        states[st] = states.get(st, 0) + 1
+    devs = " ".join(f"{k} {v}" for k, v in sorted(states.items())) or "starting"
+    sr = "-" if s.success_rate is None else f"{100 * s.success_rate:.0f} %"
+    ver = "-" if s.policy_version is None else f"v{s.policy_version}"
+    return (f"[{elapsed:6.0f} s] devices: {devs} · episodes {s.episodes} · "
+            f"success {sr} · policy {ver} · replay {s.replay_size or 0}")
+
+
+async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = None
+                   ) -> DemoSummary:
+    """Run until ``cfg.duration_s``, ``stop`` is set, the TUI exits, or a child dies."""
+    from farm.broker import EmbeddedBroker
+
+    t0 = time.monotonic()
+    stop = stop or asyncio.Event()
+    # a fresh directory per run: the learner resumes from whatever its run dir holds
+    run_dir = (cfg.run_dir / time.strftime("%Y%m%d-%H%M%S")).resolve()
+    logs = run_dir / "logs"
+    summary = DemoSummary(run_dir=str(run_dir))
+    broker = EmbeddedBroker()
+    await broker.start()
+    summary.broker = broker.url
+    say(f"broker ({broker.backend}) on {broker.url}; logs in {logs}")
+    task_args: list[str] = []
+    for name in cfg.tasks:
+        task_args += ["--task", name]
+    if not cfg.tasks and cfg.tag:
+        task_args += ["--tag", cfg.tag]
+    learner = _Child("learner", _distrl(
+        "learner", "--broker", broker.url, "--run-dir", str(run_dir / "learner"),
+        "--algo", cfg.algo, "--policy", "uitree"),
+        logs / "learner.log")
+    farm = _Child("farm", _distrl(
+        "farm", "up", "--broker", broker.url, "--sim", str(cfg.phones), "--policy", "learned",
+        "--farm-id", "demo", "--spool", str(run_dir / "spool"), "--seed", str(cfg.seed),
+        *task_args), logs / "farm.log")
+    children = [learner, farm]
+    watcher = _Watcher(summary, t0)
+    watch = asyncio.create_task(watcher.run(broker.url))
+    tui: _Child | None = None
+    try:
+        await learner.start()
+        await farm.start()
+        say(f"learner (pid {learner.pid}) and farm with {cfg.phones} sim phones "
+            f"(pid {farm.pid}) started")
+        if not cfg.headless:
+            tui = _Child("tui", [sys.executable, "-m", "tui", "--broker", broker.url,
+                                 "--farm", "+"], None)
+            await tui.start()
+        next_line = 0.0
+        while not stop.is_set():
+            elapsed = time.monotonic() - t0
+            if cfg.duration_s is not None and elapsed >= cfg.duration_s:
+                break
+            dead = [c for c in children if c.returncode is not None]
+            if dead:
+                names = ", ".join(f"{c.name} (exit {c.returncode}; see {c.log_path})"
+                                  for c in dead)
+                say(f"stopping: {names} ended")
+                break
+            if tui is not None and tui.returncode is not None:
+                break
+            if cfg.headless and elapsed >= next_line:
+                say(_progress_line(summary, elapsed))
+                next_line = elapsed + cfg.progress_every_s
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.2)
+    finally:
+        say("shutting down: farm, learner, broker …")
+        if tui is not None:
+            await tui.stop(5.0, signal.SIGTERM)
+        summary.exit_codes["farm"] = await farm.stop(cfg.stop_timeout_s)
+        summary.exit_codes["learner"] = await learner.stop(cfg.stop_timeout_s)
+        watch.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watch
+        await broker.stop()
+        summary.wall_s = round(time.monotonic() - t0, 2)
+    return summary
+
+
+def format_summary(s: DemoSummary) -> str:
+    sr = "-" if s.success_rate is None else f"{100 * s.success_rate:.0f} %"
+    first = "-" if s.success_rate_first is None else f"{100 * s.success_rate_first:.0f} %"
+    fe = "-" if s.first_episode_s is None else f"{s.first_episode_s:.1f} s"
+    return "\n".join([
+        f"ran {s.wall_s:.0f} s on {len(s.devices)} device(s); first episode after {fe}",
+        f"episodes {s.episodes} · success {first} → {sr} · policy v{s.policy_version or 0}"
+        f" · replay {s.replay_size or 0}",
+        f"exit codes: {json.dumps(s.exit_codes)} · run dir {s.run_dir}",
+    ])

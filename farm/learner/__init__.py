@@ -1,0 +1,13 @@
+"""Learning inside the farm process (no broker): the demo's and the benchmark's learner."""
+
+from farm.learner.local import (
+    LearningPoint,
+    LearningProvider,
+    LearningSink,
+    LocalLearner,
+    LocalLearnerConfig,
+    Schedule,
+)
+
+__all__ = ["LearningPoint", "LearningProvider", "LearningSink", "LocalLearner",
+           "LocalLearnerConfig", "Schedule"]

@@ -1,0 +1,303 @@
+"""In-process learning: the collector feeds a trainer directly, no broker in between.
+
+    Collector ──trajectory──► LearningSink ─► pending episodes
+        ▲                                         │ (drained by the learner's loop)
+        │ PolicyAgent(snapshot of vN)             ▼
+    LearningProvider ◄──publish(weights, vN)── LocalLearner: trainer.add_episode / update
+
+Two schedules, matching the two collection modes compared in the paper:
+
+``concurrent`` (A-RIDE with async collection): a loop trains whenever the trainer is
+ready, in a worker thread (``asyncio.to_thread``), while the phones keep playing the
+newest published weights; new weights are published every ``publish_every`` updates.
+
+``rounds`` (DigiRL-style with sync collection): nothing trains in the background. The
+sync collector's barrier means the first ``policy_for`` of a round arrives after every
+episode of the previous round reached the sink; that call runs ``updates_per_round``
+updates and publishes, while the round waits — collect, train, collect.
+
+The trainer is only ever touched from the event loop's thread or from the one
+``to_thread`` update in flight, never both at once: episodes wait in a list until the
+loop hands them to ``trainer.add_episode`` between updates, so no trainer needs locks.
+Phones act on a *snapshot* policy (rebuilt from ``config_dict`` + ``weights()``), never
+on the object being trained.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from distrl_sdk.device import Device
+from distrl_sdk.learn.api import EpisodeRecord, PolicyAgent, TrainablePolicy, Trainer
+from distrl_sdk.policies import build_policy
+from distrl_sdk.task import Task
+from distrl_sdk.trajectory import EpisodeStatus, Trajectory
+from farm.collect.policy import PolicyChoice
+from farm.collect.sink import EpisodeMeta
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = ["LearningPoint", "LearningProvider", "LearningSink", "LocalLearner",
+           "LocalLearnerConfig", "Schedule"]
+
+log = logging.getLogger(__name__)
+Schedule = Literal["concurrent", "rounds"]
+
+
+@dataclass(frozen=True)
+class LocalLearnerConfig:
+    """How the in-process learner trains and publishes."""
+
+    schedule: Schedule = "concurrent"  # see the module docstring
+    publish_every: int = 1  # concurrent: updates between two published versions
+    updates_per_round: int = 4  # rounds: updates after each collection round
+    window: int = 64  # finished episodes in the sliding success-rate window
+    torch_threads: int | None = 1  # torch intra-op threads (None: leave as is); 2 shared cores
+    idle_s: float = 0.05  # concurrent: wait for new episodes this long when not ready
+    # concurrent: at most this many updates per learnable episode received (the replay
+    # ratio; None = train flat out). On 2 shared cores an unbounded trainer takes the CPU
+    # the phones need and replays a few episodes to death.
+    max_updates_per_episode: float | None = None
+    greedy: bool = False  # phones take the argmax instead of sampling (evaluation runs)
+    max_batch: int = 32  # PolicyAgent: decisions batched into one decide()
+    farm_id: str = "local"  # recorded on the EpisodeRecords
+
+
+@dataclass(frozen=True)
+class LearningPoint:
+    """One sample of the learning curve."""
+
+    wall_s: float  # since the learner started
+    success_rate: float  # over the last ``window`` finished episodes
+    episodes: int  # finished (success/failure) episodes so far
+    version: int  # the policy version published at that moment
+    updates: int  # trainer updates so far
+
+
+@dataclass
+class LearnerStats:
+    episodes: int = 0  # that reached the sink (any status)
+    finished: int = 0  # success or failure
+    successes: int = 0
+    unlearnable: int = 0  # finished, but without the policy's obs/choice/log-prob
+    learnable: int = 0  # handed to the trainer (accepted or not)
+    refused: int = 0  # the trainer's add_episode said no (e.g. policy lag)
+    updates: int = 0
+    update_s: float = 0.0  # wall time spent in trainer.update
+    errors: int = 0  # updates that raised
+    last_metrics: dict[str, float] = field(default_factory=dict)
+
+
+class LearningProvider:
+    """Every episode plays the newest published weights through one batching
+    :class:`PolicyAgent` (concurrent ``act`` calls from all phones → one ``decide``)."""
+
+    def __init__(self, policy: TrainablePolicy, version: int = 0, *, greedy: bool = False,
+                 max_batch: int = 32, seed: int = 0) -> None:
+        self._kind, self._config = policy.kind, policy.config_dict()
+        self._seed = seed
+        self.agent = PolicyAgent(self._snapshot(policy.weights(), version), version,
+                                 greedy=greedy, max_batch=max_batch)
+        # awaited before every episode's policy is handed out: the rounds schedule trains here
+        self.before_episode: Callable[[], Awaitable[None]] | None = None
+
+    def _snapshot(self, weights: Mapping[str, torch.Tensor], version: int) -> TrainablePolicy:
+        snap = build_policy(self._kind, self._config)
+        snap.load_weights(weights)
+        reseed = getattr(snap, "reseed", None)
+        if callable(reseed):  # a rebuilt policy would otherwise replay the same samples
+            reseed(self._seed * 1_000_003 + version)
+        return snap
+
+    @property
+    def version(self) -> int:
+        return self.agent.version
+
+    def publish(self, weights: Mapping[str, torch.Tensor], version: int) -> None:
+        """Phones use these weights from their next decision on."""
+        self.agent.swap(self._snapshot(weights, version), version)
+
+    async def policy_for(self, task: Task, device: Device) -> PolicyChoice:
+        if self.before_episode is not None:
+            await self.before_episode()
+        return PolicyChoice(self.agent, self.agent.version)
+
+
+class LearningSink:
+    """Turns finished trajectories into :class:`EpisodeRecord` s for the learner and keeps
+    the sliding success rate (aborted/errored episodes are counted, never learned)."""
+
+    def __init__(self, learner: LocalLearner) -> None:
+        self._learner = learner
+
+    async def put(self, trajectory: Trajectory, meta: EpisodeMeta) -> None:
+        self._learner._on_episode(trajectory, meta)
+
+
+class LocalLearner:
+    """Trains ``trainer`` on what ``.sink`` receives; ``.provider`` serves its weights.
+
+        learner = LocalLearner(ARIDETrainer(policy, cfg))
+        collector = Collector(reg, sampler, learner.provider, learner.sink, …)
+        async with learner.running():
+            await collector.run()
+        learner.history  # [LearningPoint …] for the plot
+    """
+
+    def __init__(self, trainer: Trainer, config: LocalLearnerConfig | None = None, *,
+                 seed: int = 0) -> None:
+        self.trainer = trainer
+        self.config = cfg = config or LocalLearnerConfig()
+        if cfg.publish_every < 1 or cfg.updates_per_round < 0 or cfg.window < 1 or (
+                cfg.max_updates_per_episode is not None and cfg.max_updates_per_episode <= 0):
+            raise ValueError("publish_every ≥ 1, updates_per_round ≥ 0, window ≥ 1 and "
+                             "max_updates_per_episode > 0 are required")
+        self.provider = LearningProvider(trainer.policy, trainer.version, greedy=cfg.greedy,
+                                         max_batch=cfg.max_batch, seed=seed)
+        self.sink = LearningSink(self)
+        self.stats = LearnerStats()
+        self.history: list[LearningPoint] = []
+        self._pending: list[EpisodeRecord] = []
+        self._outcomes: deque[bool] = deque(maxlen=cfg.window)
+        self._by_task: dict[str, deque[bool]] = {}
+        self._arrived = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._t0 = time.monotonic()
+        self._round_lock = asyncio.Lock()
+        if cfg.schedule == "rounds":
+            self.provider.before_episode = self._train_round
+        elif cfg.schedule != "concurrent":
+            raise ValueError(f"unknown schedule {cfg.schedule!r} (concurrent | rounds)")
+
+    # -- what the sink sees ------------------------------------------------------------------
+    def _on_episode(self, traj: Trajectory, meta: EpisodeMeta) -> None:
+        st = self.stats
+        st.episodes += 1
+        if traj.status not in (EpisodeStatus.SUCCESS, EpisodeStatus.FAILURE):
+            return
+        st.finished += 1
+        ok = traj.status is EpisodeStatus.SUCCESS
+        st.successes += ok
+        self._outcomes.append(ok)
+        self._by_task.setdefault(traj.task, deque(maxlen=self.config.window)).append(ok)
+        rec = EpisodeRecord.from_trajectory(traj, episode_id=meta.episode_id,
+                                            farm_id=self.config.farm_id, device_id=meta.serial)
+        if rec is None:
+            st.unlearnable += 1
+        else:
+            st.learnable += 1
+            self._pending.append(rec)
+            self._arrived.set()
+        self._record()
+
+    @property
+    def success_rate(self) -> float:
+        return sum(self._outcomes) / len(self._outcomes) if self._outcomes else 0.0
+
+    def success_by_task(self) -> dict[str, float]:
+        """Each task's success rate over its own last ``window`` finished episodes."""
+        return {t: sum(d) / len(d) for t, d in sorted(self._by_task.items()) if d}
+
+    def _record(self) -> None:
+        self.history.append(LearningPoint(
+            wall_s=round(time.monotonic() - self._t0, 3), success_rate=self.success_rate,
+            episodes=self.stats.finished, version=self.provider.version,
+            updates=self.stats.updates))
+
+    # -- training ------------------------------------------------------------------------------
+    def _drain(self) -> None:
+        pending, self._pending = self._pending, []
+        for rec in pending:
+            if not self.trainer.add_episode(rec):
+                self.stats.refused += 1
+
+    async def _update(self) -> bool:
+        """One trainer update in a worker thread; False if it raised (logged, counted)."""
+        t0 = time.perf_counter()
+        try:
+            metrics = await asyncio.to_thread(self.trainer.update)
+        except Exception:
+            self.stats.errors += 1
+            log.exception("trainer update failed")
+            return False
+        finally:
+            self.stats.update_s += time.perf_counter() - t0
+        self.stats.updates += 1
+        self.stats.last_metrics = dict(metrics)
+        return True
+
+    def _publish(self) -> None:
+        self.provider.publish(self.trainer.policy.weights(), self.trainer.version)
+
+    async def _train_round(self) -> None:
+        """rounds: the first episode of a round trains on the previous round's data."""
+        async with self._round_lock:
+            if not self._pending:
+                return
+            self._drain()
+            done = 0
+            for _ in range(self.config.updates_per_round):
+                if not self.trainer.ready() or self._stop.is_set():
+                    break
+                if await self._update():
+                    done += 1
+            if done:
+                self._publish()
+                self._record()
+
+    async def run(self) -> None:
+        """concurrent: train until :meth:`stop`; rounds: just wait (training happens in
+        the provider's hook)."""
+        if self.config.torch_threads is not None:
+            import torch
+
+            torch.set_num_threads(self.config.torch_threads)
+        self._t0 = time.monotonic()
+        if self.config.schedule == "rounds":
+            await self._stop.wait()
+            return
+        since_publish = 0
+        while not self._stop.is_set():
+            self._drain()
+            ratio = self.config.max_updates_per_episode
+            if not self.trainer.ready() or (
+                    ratio is not None and self.stats.updates >= ratio * self.stats.learnable):
+                self._arrived.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._arrived.wait(), self.config.idle_s)
+                continue
+            if await self._update():
+                since_publish += 1
+            else:
+                await asyncio.sleep(self.config.idle_s)  # a failing trainer must not spin
+            if since_publish >= self.config.publish_every:
+                self._publish()
+                since_publish = 0
+                self._record()
+        self._drain()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[LocalLearner]:
+        """Run the learner's loop for the duration of the block."""
+        self._stop.clear()
+        task = asyncio.create_task(self.run(), name="local-learner")
+        try:
+            yield self
+        finally:
+            self.stop()
+            await asyncio.wait({task}, timeout=60)
+            if not task.done():
+                task.cancel()
+            elif (exc := task.exception()) is not None:
+                raise exc

@@ -1,0 +1,132 @@
+"""Learner metrics: sliding-window statistics and TensorBoard-style scalar logs.
+
+:class:`ScalarLog` is an append-only JSONL file of ``{tag, step, wall_time, value}``
+records (what TensorBoard's scalar summaries hold, without the tensorboard dependency);
+:func:`read_scalars` reads it back (a torn last line from a crash is skipped) and
+:func:`export_csv` writes ``tag,step,wall_time,value`` rows for spreadsheets/plots.
+:class:`LearnerStats` keeps the windows the learner reports from: success rate, returns,
+policy lag, trajectories/min and updates/s.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+__all__ = ["LearnerStats", "ScalarLog", "export_csv", "read_scalars"]
+
+
+class ScalarLog:
+    """Append-only scalar log. Each :meth:`write` is one flushed batch of lines."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._f: TextIO | None = None
+
+    def _file(self) -> TextIO:
+        if self._f is None:
+            self._f = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open
+        return self._f
+
+    def write(self, scalars: Mapping[str, float], step: int,
+              wall_time: float | None = None) -> int:
+        """Append every finite scalar at ``step``; returns how many were written."""
+        t = time.time() if wall_time is None else wall_time
+        lines = [json.dumps({"tag": tag, "step": int(step), "wall_time": t, "value": float(v)})
+                 for tag, v in scalars.items() if math.isfinite(float(v))]
+        if lines:
+            f = self._file()
+            f.write("\n".join(lines) + "\n")
+            f.flush()
+        return len(lines)
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+    def __enter__(self) -> ScalarLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_scalars(path: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
+    """Records of a :class:`ScalarLog` file, in order; malformed lines are skipped."""
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and {"tag", "step", "wall_time", "value"} <= rec.keys():
+                yield rec
+
+
+def export_csv(src: str | os.PathLike[str], dst: str | os.PathLike[str],
+               tags: Iterable[str] | None = None) -> int:
+    """Write ``tag,step,wall_time,value`` rows (optionally only ``tags``); returns rows."""
+    wanted = set(tags) if tags is not None else None
+    n = 0
+    with open(dst, "w", newline="", encoding="utf-8") as out:
+        w = csv.writer(out)
+        w.writerow(["tag", "step", "wall_time", "value"])
+        for rec in read_scalars(src):
+            if wanted is None or rec["tag"] in wanted:
+                w.writerow([rec["tag"], rec["step"], rec["wall_time"], rec["value"]])
+                n += 1
+    return n
+
+
+class LearnerStats:
+    """Sliding windows over received episodes and updates (monotonic clock)."""
+
+    def __init__(self, window: int = 100, rate_window_s: float = 60.0) -> None:
+        self.rate_window_s = rate_window_s
+        self.successes: deque[bool] = deque(maxlen=window)
+        self.returns: deque[float] = deque(maxlen=window)
+        self.lags: deque[int] = deque(maxlen=window)
+        self._arrivals: deque[float] = deque()
+        self._updates: deque[float] = deque()
+        self.started = time.monotonic()
+
+    def episode(self, success: bool, ret: float, lag: int, now: float | None = None) -> None:
+        self.successes.append(success)
+        self.returns.append(ret)
+        self.lags.append(lag)
+        self._arrivals.append(time.monotonic() if now is None else now)
+
+    def update(self, now: float | None = None) -> None:
+        self._updates.append(time.monotonic() if now is None else now)
+
+    def _trim(self, q: deque[float], now: float) -> None:
+        while q and now - q[0] > self.rate_window_s:
+            q.popleft()
+
+    def snapshot(self, now: float | None = None) -> dict[str, float]:
+        """Window statistics; rates over ``min(rate_window_s, time since start)``."""
+        now = time.monotonic() if now is None else now
+        self._trim(self._arrivals, now)
+        self._trim(self._updates, now)
+        span = max(1e-6, min(self.rate_window_s, now - self.started))
+        out: dict[str, float] = {
+            "trajectories_per_min": len(self._arrivals) * 60.0 / span,
+            "updates_per_s": len(self._updates) / span,
+        }
+        if self.successes:
+            out["success_rate"] = sum(self.successes) / len(self.successes)
+            out["return_mean"] = sum(self.returns) / len(self.returns)
+        if self.lags:
+            out["policy_lag_min"] = float(min(self.lags))
+            out["policy_lag_avg"] = sum(self.lags) / len(self.lags)
+            out["policy_lag_max"] = float(max(self.lags))
+        return out

@@ -1,0 +1,768 @@
+"""The learner service behind ``distrl learner``: MQTT trajectories in, policy versions out.
+
+    farms ──traj chunks──► TrajectorySubscriber (persistent session, dedupe, acks)
+                              │ handler: validate → EpisodeRecord → journal → inbox
+                              ▼
+          train loop ─► one worker thread: add_episode … update … weights snapshot
+                              │ every ``publish_every`` updates
+                              ▼
+          WeightPublisher ─► retained blob chunks + pointer ─► farms hot-swap
+          metrics ─► distrl/v1/learner/metrics (Metrics envelope) + scalars.jsonl
+
+Durability (nothing lost, nothing learned twice, across a kill at any instant):
+
+* A trajectory is acked only after its handler returned, and the handler first appends
+  it to the **journal** (``run_dir/journal/seg-N.jsonl``, flushed and by default fsynced).
+* A **checkpoint** (every ``checkpoint_every_s`` and on shutdown) holds the policy
+  (``save_policy``), the trainer with optimiser and replay (``save_trainer``), the seen
+  trajectory ids and the counters, and names the first journal segment it does *not*
+  contain. It is written to a temporary directory and renamed into place; the last
+  ``keep_checkpoints`` are kept, with the journal segments they need.
+* On start the newest readable checkpoint is loaded and the journal after it replayed,
+  so the replay and the dedupe set are exactly what had been acked.
+
+All trainer work runs on one single-thread executor in submission order, so a
+checkpoint taken "now" contains exactly the episodes journaled before it (the event
+loop rotates the journal and hands over the inbox in one step) and never races an
+update; the event loop never blocks on torch.
+
+Published version numbers never repeat: the highest one is recorded (fsync) before it is
+announced, and a learner restored from an older checkpoint continues above it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+import math
+import os
+import re
+import shutil
+import time
+from collections import Counter, OrderedDict, deque
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from distrl_sdk.learn.api import EpisodeRecord, StepRecord
+from distrl_sdk.wire import (
+    DecodedTrajectory,
+    Metrics,
+    Reassembler,
+    TrajectoryMsg,
+    encode_envelope,
+    topics,
+)
+from farm.learner.metrics import LearnerStats, ScalarLog
+from farm.learner.weights import MqttLink, PublishedBlob, WeightPublisher, serialize_weights
+from farm.transport import Backoff, SeenIds, TrajectorySubscriber
+
+if TYPE_CHECKING:
+    from distrl_sdk.learn.api import TrainablePolicy, Trainer
+
+__all__ = ["LearnerConfig", "LearnerService", "PolicyBuilder", "TrainerFactory"]
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+PolicyBuilder = Callable[[str, dict[str, Any]], "TrainablePolicy"]
+TrainerFactory = Callable[["TrainablePolicy", "LearnerConfig"], "Trainer"]
+
+
+class LearnerConfig(BaseModel):
+    """Everything ``distrl learner`` needs (TOML file, then CLI flags on top)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    broker_url: str = Field("mqtt://127.0.0.1:1883",
+                            description="MQTT broker the farms publish trajectories to.")
+    run_dir: Path = Field(Path("runs/learner"),
+                          description="Checkpoints, journal and scalar logs live here; a "
+                                      "restart with the same run dir resumes.")
+    algorithm: Literal["aride", "digirl"] = Field(
+        "aride", description="aride = A-RIDE (Retrace + DPER); digirl = the DigiRL-style "
+                             "baseline (AWR, binarised advantage, top-10 % filter).")
+    algo_config: dict[str, Any] = Field(
+        default_factory=dict, description="Fields of ARIDEConfig / DigiRLConfig (e.g. "
+                                          "{gamma = 0.9, min_episodes = 32}).")
+    policy_kind: str = Field("uitree", description="Policy class: uitree | vlm.")
+    policy_config: dict[str, Any] = Field(
+        default_factory=dict, description="The policy's architecture config "
+                                          "(build_policy(kind, config)).")
+    farm_id: str = Field("+", description="Farm whose trajectories to learn from (+ = all).")
+    client_id: str = Field("distrl-learner",
+                           description="MQTT client id: keep it stable so the broker queues "
+                                       "trajectories while the learner is down.")
+    publish_every: int = Field(1, ge=1, description="Publish a policy version every N updates.")
+    checkpoint_every_s: float = Field(60.0, gt=0,
+                                      description="Seconds between periodic checkpoints.")
+    keep_checkpoints: int = Field(2, ge=1, description="How many checkpoints to keep.")
+    keep_versions: int = Field(2, ge=1,
+                               description="Policy blobs kept retained on the broker.")
+    max_lag: int | None = Field(None, ge=0,
+                                description="Refuse episodes whose oldest step is more than "
+                                            "this many versions old (None: the trainer's own "
+                                            "bound only).")
+    metrics_every_s: float = Field(5.0, gt=0,
+                                   description="Seconds between metrics publications.")
+    success_window: int = Field(100, ge=1,
+                                description="Episodes in the sliding success-rate window.")
+    max_trajectory_bytes: int = Field(64 * 1024 * 1024, ge=1024,
+                                      description="Larger trajectories are rejected.")
+    journal_fsync: bool = Field(True, description="fsync the journal before acking (safe "
+                                                  "against power loss, not only crashes).")
+    idle_s: float = Field(0.05, gt=0,
+                          description="Train loop wait for new data when not ready.")
+    torch_threads: int | None = Field(None, ge=1,
+                                      description="torch intra-op threads (None: default).")
+
+
+# ----------------------------------------------------------------------------- episodes
+
+
+def _unlearnable(msg: TrajectoryMsg) -> str | None:
+    """Why a valid trajectory cannot be learned from (the checks of EpisodeRecord.from_wire,
+    with a reason to count), or None."""
+    if msg.status not in ("success", "failure"):
+        return f"status_{msg.status}"
+    if not msg.steps:
+        return "no_steps"
+    for s in msg.steps:
+        if s.obs is None or s.choice is None or s.log_prob is None:
+            return "no_policy_data"
+        if not math.isfinite(s.log_prob) or not math.isfinite(s.reward) \
+                or not math.isfinite(msg.reward):
+            return "non_finite"
+    return None
+
+
+def episode_to_json(ep: EpisodeRecord) -> dict[str, Any]:
+    return {"id": ep.id, "task": ep.task, "instruction": ep.instruction,
+            "success": ep.success, "reward": ep.reward, "farm_id": ep.farm_id,
+            "device_id": ep.device_id, "meta": ep.meta,
+            "steps": [{"obs": s.obs, "choice": s.choice, "log_mu": s.log_mu,
+                       "reward": s.reward, "policy_version": s.policy_version,
+                       "invalid": s.invalid,
+                       "frame": base64.b64encode(s.frame).decode() if s.frame else None}
+                      for s in ep.steps]}
+
+
+def episode_from_json(d: Mapping[str, Any]) -> EpisodeRecord:
+    steps = [StepRecord(obs=s["obs"], choice=s["choice"], log_mu=float(s["log_mu"]),
+                        reward=float(s["reward"]), policy_version=int(s["policy_version"]),
+                        invalid=bool(s["invalid"]),
+                        frame=base64.b64decode(s["frame"]) if s["frame"] else None)
+             for s in d["steps"]]
+    return EpisodeRecord(id=d["id"], task=d["task"], instruction=d["instruction"],
+                         steps=steps, success=bool(d["success"]), reward=float(d["reward"]),
+                         farm_id=d["farm_id"], device_id=d["device_id"], meta=dict(d["meta"]))
+
+
+# ----------------------------------------------------------------------------- journal
+
+_SEG = re.compile(r"^seg-(\d{8})\.jsonl$")
+
+
+class Journal:
+    """Append-only segments of accepted trajectories since the last checkpoint: one line
+    ``{"id": …, "episode": {…} | null, "reason": …}`` per trajectory (null: valid but
+    unlearnable, kept so its id stays deduped)."""
+
+    def __init__(self, directory: Path, *, fsync: bool = True) -> None:
+        self.dir = directory
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.fsync = fsync
+        segs = self.segments()
+        self.current = (segs[-1] + 1) if segs else 0
+        self._f: TextIO | None = None
+
+    def segments(self) -> list[int]:
+        return sorted(int(m.group(1)) for p in self.dir.iterdir() if (m := _SEG.match(p.name)))
+
+    def path(self, seg: int) -> Path:
+        return self.dir / f"seg-{seg:08d}.jsonl"
+
+    def append(self, tid: str, episode: EpisodeRecord | None, reason: str | None = None
+               ) -> None:
+        if self._f is None:
+            self._f = open(self.path(self.current), "a", encoding="utf-8")  # noqa: SIM115
+        line = json.dumps({"id": tid, "episode": episode_to_json(episode) if episode else None,
+                           "reason": reason})
+        self._f.write(line + "\n")
+        self._f.flush()
+        if self.fsync:
+            os.fsync(self._f.fileno())
+
+    def rotate(self) -> int:
+        """Start a new segment; returns its number (the first one a checkpoint taken now
+        does not contain)."""
+        self.close()
+        self.current += 1
+        return self.current
+
+    def read_from(self, first: int) -> list[tuple[str, EpisodeRecord | None, str]]:
+        """``(id, episode, why not learnable)`` of segments ≥ ``first``, in order; a torn
+        last line (a crash mid-write) is skipped."""
+        out: list[tuple[str, EpisodeRecord | None, str]] = []
+        for seg in self.segments():
+            if seg < first:
+                continue
+            with open(self.path(seg), encoding="utf-8") as f:
+                for line in f:
+                    try:
+                        rec = json.loads(line)
+                        ep = episode_from_json(rec["episode"]) if rec["episode"] else None
+                        out.append((str(rec["id"]), ep, str(rec.get("reason") or "")))
+                    except (ValueError, KeyError, TypeError):
+                        log.warning("journal %s: skipped an unreadable line", seg)
+        return out
+
+    def drop_before(self, first: int) -> None:
+        for seg in self.segments():
+            if seg < first and seg != self.current:
+                self.path(seg).unlink(missing_ok=True)
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+
+# ----------------------------------------------------------------------------- trainer
+
+
+def default_trainer(policy: TrainablePolicy, config: LearnerConfig) -> Trainer:
+    """The trainer ``config.algorithm`` names, with ``config.algo_config`` as its config."""
+    from distrl_sdk.errors import ConfigError
+
+    try:
+        if config.algorithm == "aride":
+            from distrl_sdk.learn.aride import ARIDEConfig, ARIDETrainer
+
+            return ARIDETrainer(policy, ARIDEConfig(**config.algo_config))
+        from distrl_sdk.learn import digirl
+
+        return digirl.DigiRLTrainer(policy, digirl.DigiRLConfig(**config.algo_config))
+    except TypeError as exc:
+        raise ConfigError(f"bad {config.algorithm} config {config.algo_config}: {exc}") from exc
+
+
+def _default_builder(kind: str, config: dict[str, Any]) -> TrainablePolicy:
+    from distrl_sdk.policies import build_policy
+
+    return build_policy(kind, config)
+
+
+def replay_size(trainer: Trainer) -> int | None:
+    replay = getattr(trainer, "replay", None)
+    try:
+        return len(replay) if replay is not None else None
+    except TypeError:
+        return None
+
+
+@dataclass
+class _StepResult:
+    refused: Counter[str] = field(default_factory=Counter)
+    accepted: int = 0
+    metrics: dict[str, float] | None = None  # of an update, if one ran
+    version: int = 0
+    replay: int | None = None
+    blob: tuple[int, bytes, str, dict[str, Any]] | None = None  # version, weights, kind, cfg
+
+
+# ----------------------------------------------------------------------------- service
+
+
+class LearnerService:
+    """``await LearnerService(cfg).run(duration_s)``; :meth:`stop` ends it cleanly (a final
+    checkpoint is written). ``trainer_factory``/``policy_builder`` replace the defaults
+    (the config's algorithm and ``build_policy``)."""
+
+    def __init__(self, config: LearnerConfig, *, trainer_factory: TrainerFactory | None = None,
+                 policy_builder: PolicyBuilder | None = None,
+                 backoff: Backoff | None = None) -> None:
+        self.config = config
+        self.run_dir = Path(config.run_dir)
+        self.ckpt_dir = self.run_dir / "checkpoints"
+        self.trainer_factory = trainer_factory or default_trainer
+        self.policy_builder = policy_builder or _default_builder
+        self.backoff = backoff
+        self.trainer: Trainer | None = None
+        self.stats = LearnerStats(window=config.success_window)
+        self.received = 0  # valid, new trajectories (learnable or not)
+        self.episodes = 0  # learnable ones handed to the trainer
+        self.unlearnable: Counter[str] = Counter()
+        self.refused: Counter[str] = Counter()  # by the lag bound / the trainer
+        self.updates = 0  # in this process
+        self.published_version = -1
+        self.restored_from: Path | None = None
+        self.restored: dict[str, Any] = {}  # state right after restore (before new data)
+        self.replayed_from_journal = 0
+        self.checkpoints = 0
+        self.last_update: dict[str, float] = {}
+        self.subscriber: TrajectorySubscriber | None = None
+        self.link: MqttLink | None = None
+        self.publisher: WeightPublisher | None = None
+        self.ready = asyncio.Event()  # restored, subscribed and first version published
+        self._replay: int | None = None
+        self._ids: OrderedDict[str, None] = OrderedDict()
+        self._inbox: deque[EpisodeRecord] = deque()
+        self._new_data = asyncio.Event()
+        self._stop = asyncio.Event()
+        self._stopping = False  # the train loop finishes its step and exits
+        self._exec = ThreadPoolExecutor(1, thread_name_prefix="learner-train")
+        self._journal = Journal(self.run_dir / "journal", fsync=config.journal_fsync)
+        self._scalars = ScalarLog(self.run_dir / "scalars.jsonl")
+        self._ckpt_lock = asyncio.Lock()
+        self._publish_lock = asyncio.Lock()
+        self._ckpt_seq = 0
+        self._journal_from: dict[Path, int] = {}
+        self._pending_blob: tuple[int, bytes, str, dict[str, Any]] | None = None
+        self._blob_ready = asyncio.Event()
+        self._published_blobs: list[PublishedBlob] = []
+        self._train_task: asyncio.Task[None] | None = None
+        self._snapshot_version = -1
+
+    # -- helpers ----------------------------------------------------------------------------
+    async def _on_trainer(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._exec, fn, *args)
+
+    @property
+    def version(self) -> int:
+        return self.trainer.version if self.trainer is not None else 0
+
+    def _remember(self, tid: str) -> None:
+        self._ids[tid] = None
+        while len(self._ids) > 100_000:
+            self._ids.popitem(last=False)
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to finish (safe from a signal handler)."""
+        self._stop.set()
+
+    # -- restore ------------------------------------------------------------------------------
+    def _checkpoints(self) -> list[Path]:
+        if not self.ckpt_dir.is_dir():
+            return []
+        return sorted((p for p in self.ckpt_dir.iterdir()
+                       if p.name.startswith("ckpt-") and (p / "learner.json").is_file()),
+                      key=lambda p: p.name)
+
+    def _restore(self) -> dict[str, Any]:
+        """(executor) Load the newest readable checkpoint, then replay the journal."""
+        from distrl_sdk.learn.state import load_trainer_state
+
+        torch_threads = self.config.torch_threads
+        if torch_threads:
+            import torch
+
+            torch.set_num_threads(torch_threads)
+        meta: dict[str, Any] = {}
+        for ckpt in reversed(self._checkpoints()):
+            try:
+                meta = json.loads((ckpt / "learner.json").read_text())
+                pol = json.loads((ckpt / "policy" / "policy.json").read_text())
+                policy = self.policy_builder(pol["kind"], pol["config"])
+                trainer = self.trainer_factory(policy, self.config)
+                load_trainer_state(trainer, ckpt / "trainer")
+                ids = (ckpt / "seen_ids.txt").read_text().split()
+            except Exception as exc:  # a damaged checkpoint: fall back to the one before
+                log.warning("checkpoint %s unusable (%s); trying an older one", ckpt.name, exc)
+                meta = {}
+                continue
+            differs = {k for k, v in self.config.policy_config.items()
+                       if pol["config"].get(k) != v}
+            if pol["kind"] != self.config.policy_kind or differs:
+                log.warning("resuming a %s policy with the checkpoint's config %s (the "
+                            "configured one is ignored)", pol["kind"], pol["config"])
+            self.trainer = trainer
+            for tid in ids:
+                self._remember(tid)
+            self.restored_from = ckpt
+            self._ckpt_seq = int(ckpt.name.split("-")[1])
+            break
+        if self.trainer is None:
+            policy = self.policy_builder(self.config.policy_kind, self.config.policy_config)
+            self.trainer = self.trainer_factory(policy, self.config)
+        self.received = int(meta.get("received", 0))
+        self.episodes = int(meta.get("episodes", 0))
+        self.unlearnable.update(meta.get("unlearnable", {}))
+        self.refused.update(meta.get("refused", {}))
+        self._published_blobs = [PublishedBlob(**b) for b in meta.get("published", [])]
+        for ckpt in self._checkpoints():
+            with contextlib.suppress(Exception):
+                self._journal_from[ckpt] = int(
+                    json.loads((ckpt / "learner.json").read_text())["journal_from"])
+        first = int(meta.get("journal_from", 0))
+        eps: list[EpisodeRecord] = []
+        for tid, ep, why in self._journal.read_from(first):
+            if tid in self._ids:
+                continue
+            self._remember(tid)
+            self.received += 1
+            if ep is None:
+                self.unlearnable[why or "unknown"] += 1
+            else:
+                eps.append(ep)
+        self.replayed_from_journal = len(eps)
+        res = self._ingest(eps)
+        self.refused.update(res.refused)
+        self.episodes += res.accepted
+        self._replay = replay_size(self.trainer)
+        # never announce a version number twice with different weights: versions above
+        # the checkpoint's were announced by a lineage the crash lost (a fresh trainer may
+        # not even rebuild the same v0), so continue above the highest announced one
+        hwm = self._read_hwm()
+        v = self.trainer.version
+        if hwm is not None and (hwm > v or (self.restored_from is None and hwm >= v)):
+            self.trainer.version = hwm + 1
+        self.restored = {"version": self.trainer.version, "replay_size": self._replay,
+                         "seen_ids": len(self._ids), "journal_episodes": len(eps)}
+        return meta
+
+    def _hwm_path(self) -> Path:
+        return self.run_dir / "published_version"
+
+    def _read_hwm(self) -> int | None:
+        try:
+            return int(self._hwm_path().read_text().strip())
+        except (OSError, ValueError):
+            return None
+
+    def _write_hwm(self, version: int) -> None:
+        tmp = self._hwm_path().with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            f.write(str(version))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self._hwm_path())
+
+    # -- trainer work (executor) ---------------------------------------------------------------
+    def _ingest(self, eps: list[EpisodeRecord]) -> _StepResult:
+        t = self.trainer
+        assert t is not None
+        res = _StepResult()
+        for ep in eps:
+            lag = t.version - ep.policy_version
+            if self.config.max_lag is not None and lag > self.config.max_lag:
+                res.refused["stale"] += 1
+            elif t.add_episode(ep):
+                res.accepted += 1
+            else:
+                res.refused["refused_by_trainer"] += 1
+        return res
+
+    def _snapshot_blob(self) -> tuple[int, bytes, str, dict[str, Any]]:
+        t = self.trainer
+        assert t is not None
+        return (t.version, serialize_weights(t.policy.weights()), t.policy.kind,
+                t.policy.config_dict())
+
+    def _train_step(self, eps: list[EpisodeRecord], publish_after: int) -> _StepResult:
+        t = self.trainer
+        assert t is not None
+        res = self._ingest(eps)
+        if t.ready():
+            res.metrics = t.update()
+            if t.version >= publish_after:
+                res.blob = self._snapshot_blob()
+        res.version, res.replay = t.version, replay_size(t)
+        return res
+
+    def _write_checkpoint(self, eps: list[EpisodeRecord], ids: list[str],
+                          meta: dict[str, Any]) -> tuple[Path, _StepResult]:
+        from distrl_sdk.learn.state import save_trainer
+        from distrl_sdk.policies import save_policy
+
+        t = self.trainer
+        assert t is not None
+        res = self._ingest(eps)
+        self.ckpt_dir.mkdir(parents=True, exist_ok=True)
+        self._ckpt_seq += 1
+        name = f"ckpt-{self._ckpt_seq:06d}"
+        tmp = self.ckpt_dir / f".tmp-{name}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        save_policy(t.policy, tmp / "policy", version=t.version)
+        save_trainer(t, tmp / "trainer")
+        (tmp / "seen_ids.txt").write_text("".join(i + "\n" for i in ids))
+        meta = {**meta, "version": t.version,
+                "episodes": meta["episodes"] + res.accepted,
+                "refused": dict(Counter(meta["refused"]) + res.refused),
+                "replay_size": replay_size(t), "created_at": time.time()}
+        with open(tmp / "learner.json", "w") as f:  # written last: marks it complete
+            json.dump(meta, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        final = self.ckpt_dir / name
+        os.replace(tmp, final)
+        res.version, res.replay = t.version, replay_size(t)
+        return final, res
+
+    # -- event-loop side ---------------------------------------------------------------------
+    def _on_trajectory(self, decoded: DecodedTrajectory) -> None:
+        """Subscriber handler (synchronous: the subscriber marks the id seen right after,
+        with no await in between, which the checkpoint's consistency relies on)."""
+        msg = decoded.msg
+        reason = _unlearnable(msg)
+        ep: EpisodeRecord | None = None
+        if reason is None:
+            try:
+                ep = EpisodeRecord.from_wire(decoded)
+            except Exception as exc:  # a shape from_wire cannot take
+                log.debug("episode %s: %s", msg.id, exc)
+            if ep is None:
+                reason = "bad_episode"
+        self._journal.append(msg.id, ep, reason)
+        self._remember(msg.id)
+        self.received += 1
+        if ep is None:
+            self.unlearnable[reason or "unknown"] += 1
+            return
+        self.stats.episode(ep.success, ep.reward, self.version - ep.policy_version)
+        self._inbox.append(ep)
+        self._new_data.set()
+
+    def _take_inbox(self) -> list[EpisodeRecord]:
+        eps = list(self._inbox)
+        self._inbox.clear()
+        return eps
+
+    def _merge(self, res: _StepResult) -> None:
+        self.refused.update(res.refused)
+        self.episodes += res.accepted
+        self._replay = res.replay if res.replay is not None else self._replay
+        if res.metrics is not None:
+            self.updates += 1
+            self.stats.update()
+            self.last_update = dict(res.metrics)
+            self._scalars.write({f"train/{k}": v for k, v in res.metrics.items()},
+                                step=res.version)
+        if res.blob is not None:
+            self._snapshot_version = res.blob[0]
+            self._pending_blob = res.blob
+            self._blob_ready.set()
+
+    async def _train_loop(self) -> None:
+        while not self._stopping:
+            self._new_data.clear()
+            eps = self._take_inbox()
+            # every publish_every versions (counted from the last snapshot taken, so a slow
+            # broker does not make every update serialise weights again)
+            last = max(self.published_version, self._snapshot_version)
+            res = await self._on_trainer(self._train_step, eps,
+                                         last + self.config.publish_every)
+            self._merge(res)
+            if res.metrics is None:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.config.idle_s * 20):
+                        await self._new_data.wait()
+            else:
+                await asyncio.sleep(0)  # let the subscriber and metrics run
+
+    async def _publish_loop(self) -> None:
+        assert self.subscriber is not None
+        # the first pointer also tells farms the learner is subscribed (nothing they send
+        # from then on can miss the persistent session)
+        await self.subscriber.connected.wait()
+        while True:
+            await self._blob_ready.wait()
+            self._blob_ready.clear()
+            blob, self._pending_blob = self._pending_blob, None
+            if blob is not None:
+                # shielded: a stop waits for a publish under way instead of cutting it
+                await asyncio.shield(self._publish(blob))
+
+    async def _publish(self, blob: tuple[int, bytes, str, dict[str, Any]]) -> None:
+        async with self._publish_lock:
+            if blob[0] > self.published_version:
+                await self._publish_now(blob)
+
+    async def _publish_now(self, blob: tuple[int, bytes, str, dict[str, Any]]) -> None:
+        assert self.publisher is not None
+        version, data, kind, cfg = blob
+        await asyncio.to_thread(self._write_hwm, version)
+        await self.publisher.publish(data, version, kind=kind, config=cfg)
+        self.published_version = version
+        self._scalars.write({"policy/published_version": version, "policy/bytes": len(data)},
+                            step=version)
+        log.info("published policy v%d (%d B)", version, len(data))
+
+    def metrics(self) -> dict[str, float]:
+        """Scalars of the moment (window stats, last update, counters)."""
+        out = self.stats.snapshot()
+        out.update({f"train/{k}": float(v) for k, v in self.last_update.items()})
+        out.update(version=float(self.version), published_version=float(self.published_version),
+                   updates=float(self.updates), received=float(self.received),
+                   episodes=float(self.episodes))
+        if self._replay is not None:
+            out["replay_size"] = float(self._replay)
+        sub = self.subscriber
+        if sub is not None:
+            out["duplicates"] = float(sub.duplicates)
+            out["rejected_total"] = float(sum(v for k, v in sub.rejects.items()
+                                              if k != "duplicate"))
+            out.update({f"rejected/{k}": float(v) for k, v in sub.rejects.items()})
+        out.update({f"unlearnable/{k}": float(v) for k, v in self.unlearnable.items()})
+        out.update({f"refused/{k}": float(v) for k, v in self.refused.items()})
+        return out
+
+    async def _emit_metrics(self) -> dict[str, float]:
+        scalars = self.metrics()
+        self._scalars.write(scalars, step=self.version)
+        if self.link is not None and self.link.connected.is_set():
+            body = Metrics(source="learner", step=self.version, scalars=scalars)
+            with contextlib.suppress(Exception):
+                await self.link.publish(topics.learner_metrics(), encode_envelope(body),
+                                        retain=True, timeout=2.0)
+        return scalars
+
+    async def _metrics_loop(self, on_metrics: Callable[[dict[str, float]], None] | None
+                            ) -> None:
+        while True:
+            await asyncio.sleep(self.config.metrics_every_s)
+            scalars = await self._emit_metrics()
+            if on_metrics is not None:
+                on_metrics(scalars)
+
+    async def _checkpoint_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.checkpoint_every_s)
+            try:  # shielded: a stop waits for a checkpoint under way instead of losing it
+                await asyncio.shield(self.checkpoint())
+            except OSError as exc:
+                log.error("checkpoint failed: %s", exc)
+
+    async def checkpoint(self) -> Path:
+        """Write a checkpoint now (see the module docstring); returns its directory."""
+        async with self._ckpt_lock:
+            # one synchronous step: everything journaled so far goes into this checkpoint
+            journal_from = self._journal.rotate()
+            eps = self._take_inbox()
+            ids = list(self._ids)
+            pub = self.publisher.published if self.publisher is not None else \
+                self._published_blobs
+            meta = {"format": 1, "journal_from": journal_from, "received": self.received,
+                    "episodes": self.episodes, "unlearnable": dict(self.unlearnable),
+                    "refused": dict(self.refused), "published_version": self.published_version,
+                    "published": [vars(b) for b in pub]}
+            path, res = await self._on_trainer(self._write_checkpoint, eps, ids, meta)
+            self._merge(res)
+            self.checkpoints += 1
+            self._journal_from[path] = journal_from
+            kept = self._checkpoints()
+            for old in kept[: -self.config.keep_checkpoints]:
+                shutil.rmtree(old, ignore_errors=True)
+                self._journal_from.pop(old, None)
+            keep_from = min((v for k, v in self._journal_from.items() if k.exists()),
+                            default=journal_from)
+            self._journal.drop_before(keep_from)
+            for tmp in self.ckpt_dir.glob(".tmp-*"):
+                shutil.rmtree(tmp, ignore_errors=True)
+            return path
+
+    # -- run ------------------------------------------------------------------------------------
+    async def run(self, duration_s: float | None = None, *,
+                  on_metrics: Callable[[dict[str, float]], None] | None = None
+                  ) -> dict[str, Any]:
+        """Run until :meth:`stop`, ``duration_s`` or cancellation; returns :meth:`summary`.
+        Every exit path stops ingesting first, then writes a final checkpoint."""
+        cfg = self.config
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            await self._on_trainer(self._restore)
+        except BaseException:
+            self._journal.close()
+            self._scalars.close()
+            self._exec.shutdown(wait=True)
+            raise
+        assert self.trainer is not None
+        log.info("learner at v%d, replay %s (%s)", self.trainer.version, self._replay,
+                 f"resumed from {self.restored_from.name}" if self.restored_from else "fresh")
+        self.link = MqttLink(cfg.broker_url, client_id=f"{cfg.client_id}-pub")
+        self.publisher = WeightPublisher(self.link, keep=cfg.keep_versions)
+        self.publisher.published = list(self._published_blobs)
+        seen = SeenIds(capacity=100_000)
+        for tid in self._ids:
+            seen.add(tid)
+        self.subscriber = TrajectorySubscriber(
+            cfg.broker_url, farm_id=cfg.farm_id, client_id=cfg.client_id, clean_session=False,
+            handler=self._on_trajectory, seen=seen,
+            reassembler=Reassembler(max_message_bytes=cfg.max_trajectory_bytes),
+            backoff=self.backoff)
+        tasks: list[asyncio.Task[Any]] = []
+        try:
+            await self.link.start()
+            # announce the current policy first (once connected): farms can play it at once
+            self._pending_blob = await self._on_trainer(self._snapshot_blob)
+            self._blob_ready.set()
+            await self.subscriber.start()
+            self._train_task = asyncio.create_task(self._train_loop())
+            tasks = [self._train_task] + [asyncio.create_task(c) for c in (
+                self._publish_loop(), self._checkpoint_loop(), self._metrics_loop(on_metrics))]
+            self.ready.set()
+            stop = asyncio.create_task(self._stop.wait())
+            try:
+                await asyncio.wait([stop, *tasks], timeout=duration_s,
+                                   return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stop.cancel()
+            for t in tasks:  # a loop that died is a bug: surface it
+                if t.done() and not t.cancelled() and t.exception() is not None:
+                    raise t.exception()  # type: ignore[misc]
+        finally:
+            await self._shutdown(tasks)
+        return self.summary()
+
+    async def _shutdown(self, tasks: list[asyncio.Task[Any]]) -> None:
+        if self.subscriber is not None:
+            await self.subscriber.stop()  # no more acks: what is unacked stays at the farms
+        self._stopping = True  # the train loop ends after its step (its result is kept)
+        self._new_data.set()
+        if self._train_task is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._train_task)
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        try:
+            if self.trainer is not None:
+                # the newest weights go out first, so the checkpoint records them published
+                if self.link is not None and self.link.connected.is_set() and \
+                        self.trainer.version > self.published_version:
+                    with contextlib.suppress(Exception):
+                        async with asyncio.timeout(10):
+                            await self._publish(await self._on_trainer(self._snapshot_blob))
+                await self.checkpoint()
+                with contextlib.suppress(Exception):
+                    await self._emit_metrics()
+        finally:
+            if self.link is not None:
+                await self.link.stop()
+            self._journal.close()
+            self._scalars.close()
+            self._exec.shutdown(wait=True)
+
+    def summary(self) -> dict[str, Any]:
+        sub = self.subscriber
+        return {
+            "version": self.version, "published_version": self.published_version,
+            "updates": self.updates, "received": self.received, "episodes": self.episodes,
+            "replay_size": self._replay, "checkpoints": self.checkpoints,
+            "resumed_from": str(self.restored_from) if self.restored_from else None,
+            "replayed_from_journal": self.replayed_from_journal,
+            "duplicates": sub.duplicates if sub else 0,
+            "rejected": {k: v for k, v in (sub.rejects if sub else {}).items()
+                         if k != "duplicate"},
+            "unlearnable": dict(self.unlearnable), "refused": dict(self.refused),
+            "metrics": {k: v for k, v in self.stats.snapshot().items()},
+            "run_dir": str(self.run_dir),
+        }

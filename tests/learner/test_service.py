@@ -1,0 +1,378 @@
+"""The learner service end to end on a real mosquitto: real UITreePolicy + A-RIDE, real farm
+Publisher (spool + acks), real WeightSubscriber / LearnedPolicyProvider on the farm side."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import struct
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import aiomqtt
+import pytest
+import torch
+from click.testing import CliRunner
+
+from distrl_sdk.policies import build_policy
+from distrl_sdk.policy import Observation
+from distrl_sdk.uitree import Bounds, UIElement
+from distrl_sdk.wire import (
+    Envelope,
+    Message,
+    Metrics,
+    StepMsg,
+    TrajectoryMsg,
+    encode_envelope,
+    encode_trajectory,
+    parse_message,
+    split_chunks,
+    topics,
+)
+from farm.broker import EmbeddedBroker, find_mosquitto
+from farm.learner.metrics import export_csv, read_scalars
+from farm.learner.service import LearnerConfig, LearnerService
+from farm.learner.weights import LearnedPolicyProvider, WeightSubscriber
+from farm.transport import Backoff, Publisher, Spool
+
+pytestmark = pytest.mark.skipif(find_mosquitto() is None, reason="no mosquitto binary")
+
+REPO = Path(__file__).resolve().parents[2]
+POLICY: dict[str, Any] = {"buckets": 256, "embed_dim": 8, "hidden": 8, "seed": 0}
+# small and unbounded lag, so replay contents are exact whatever the update rate
+ALGO: dict[str, Any] = {"min_episodes": 4, "batch_episodes": 4, "critic_hidden": 16,
+                        "capacity": 1000, "max_policy_lag": None}
+BEHAVIOUR = build_policy("uitree", POLICY)  # the "farm" policy that made the episodes
+
+
+@pytest.fixture
+async def broker() -> AsyncIterator[EmbeddedBroker]:
+    async with EmbeddedBroker(backend="mosquitto") as b:
+        yield b
+
+
+def observation(instruction: str, step: int) -> Observation:
+    def el(i: int, text: str, clickable: bool = True) -> UIElement:
+        return UIElement(index=i, depth=1 if i else 0, parent=0 if i else None, text=text,
+                         resource_id="", class_name="android.widget.TextView",
+                         package="com.android.settings", content_desc="",
+                         bounds=Bounds(0, 100 * i, 1080, 100 * i + 90), clickable=clickable)
+
+    return Observation(instruction=instruction, screen_size=(1080, 2400), step=step,
+                       elements=[el(0, "", False), el(1, "Wi-Fi"), el(2, "Bluetooth")])
+
+
+def make_traj(i: int, *, farm: str = "farm1", version: int = 0, steps: int = 2,
+              **kw: Any) -> TrajectoryMsg:
+    instr = ("Turn off Wi-Fi", "Turn on Bluetooth")[i % 2]
+    ds = BEHAVIOUR.decide([observation(instr, s) for s in range(steps)])
+    ok = ds[-1].choice is not None and ds[-1].choice["label"] in instr
+    msg = TrajectoryMsg(
+        id=f"t{i:04d}", farm_id=farm, device_id="sim-0", task="toggle", instruction=instr,
+        status="success" if ok else "failure", reward=1.0 if ok else 0.0,
+        steps=[StepMsg(index=s, action={"type": "tap", "x": 540, "y": 150}, reward=0.0,
+                       log_prob=d.log_prob, policy_version=version, obs=d.obs, choice=d.choice)
+               for s, d in enumerate(ds)])
+    return msg.model_copy(update=kw)
+
+
+def config(broker: EmbeddedBroker, run_dir: Path, **kw: Any) -> LearnerConfig:
+    base: dict[str, Any] = dict(
+        broker_url=broker.url, run_dir=run_dir, algorithm="aride", algo_config=ALGO,
+        policy_kind="uitree", policy_config=POLICY, checkpoint_every_s=3600,
+        metrics_every_s=0.2, client_id="learner-test", torch_threads=1)
+    return LearnerConfig(**(base | kw))
+
+
+def farm(broker: EmbeddedBroker, spool: Path) -> Publisher:
+    return Publisher(broker.url, "farm1", spool, backoff=Backoff(0.05, 0.5), resend_after_s=5)
+
+
+async def until(cond: Callable[[], bool], timeout: float = 30.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not cond():  # noqa: ASYNC110 - polls state owned by other tasks
+            await asyncio.sleep(0.02)
+
+
+async def start(svc: LearnerService) -> asyncio.Task[dict[str, Any]]:
+    task = asyncio.create_task(svc.run())
+    done, _ = await asyncio.wait([task, asyncio.create_task(svc.ready.wait())], timeout=60,
+                                 return_when=asyncio.FIRST_COMPLETED)
+    if task in done:
+        task.result()  # raises what went wrong
+    assert svc.ready.is_set()
+    return task
+
+
+def replay_ids(svc: LearnerService) -> list[str]:
+    return [e.episode.id for e in svc.trainer.replay.entries()]  # type: ignore[union-attr]
+
+
+def same(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+async def test_learns_publishes_and_a_farm_hot_swaps(broker: EmbeddedBroker,
+                                                     tmp_path: Path) -> None:
+    svc = LearnerService(config(broker, tmp_path / "run"))
+    task = await start(svc)
+    async with LearnedPolicyProvider(broker.url) as provider, \
+            farm(broker, tmp_path / "spool") as pub:
+        assert await provider.wait_ready(30) == 0  # the initial policy, before any update
+        for i in range(8):
+            await pub.publish(make_traj(i))
+        assert await pub.wait_acked(30)
+        await until(lambda: svc.published_version >= 1)
+        await provider.subscriber.wait_version(1, timeout=30)
+        # metrics are retained on the learner topic as a Metrics envelope
+        host, port = broker.url.removeprefix("mqtt://").split(":")
+        async with aiomqtt.Client(host, int(port)) as c:
+            await c.subscribe(topics.learner_metrics(), qos=1)
+            async with asyncio.timeout(10):
+                async for m in c.messages:
+                    parsed = parse_message(str(m.topic), m.payload)
+                    break
+        assert isinstance(parsed, Message) and isinstance(parsed.body, Metrics)
+        assert {"success_rate", "replay_size", "policy_lag_max", "updates_per_s",
+                "trajectories_per_min"} <= parsed.body.scalars.keys()
+        svc.stop()
+        summary = await asyncio.wait_for(task, 60)
+        final = summary["published_version"]
+        assert final == summary["version"] >= 1 and summary["updates"] >= 1
+        await provider.subscriber.wait_version(final, timeout=30)
+        agent = provider.agent
+        assert agent is not None and agent.version == final
+        assert same(agent.policy.weights(), svc.trainer.policy.weights())  # type: ignore[union-attr]
+        d = await agent.act(observation("Turn off Wi-Fi", 0))
+        assert d.policy_version == final
+    assert summary["received"] == summary["episodes"] == summary["replay_size"] == 8
+    assert summary["rejected"] == {} and summary["duplicates"] == 0
+    scal = tmp_path / "run" / "scalars.jsonl"
+    tags = {r["tag"] for r in read_scalars(scal)}
+    assert {"success_rate", "return_mean", "replay_size", "policy_lag_avg",
+            "policy/published_version"} <= tags
+    assert any(t.startswith("train/") for t in tags)
+    assert export_csv(scal, tmp_path / "s.csv", tags=["replay_size"]) >= 1
+    ckpts = sorted((tmp_path / "run" / "checkpoints").glob("ckpt-*"))
+    assert len(ckpts) == 1 and (ckpts[0] / "policy" / "policy.safetensors").is_file()
+
+
+async def test_restart_resumes_replay_version_and_dedupe(broker: EmbeddedBroker,
+                                                         tmp_path: Path) -> None:
+    cfg = config(broker, tmp_path / "run", checkpoint_every_s=0.5, keep_checkpoints=2)
+    a = LearnerService(cfg)
+    task = await start(a)
+    async with farm(broker, tmp_path / "spool") as pub:
+        first = [make_traj(i) for i in range(6)]
+        for m in first:
+            await pub.publish(m)
+        assert await pub.wait_acked(30)
+        await until(lambda: a.episodes == 6 and a.checkpoints >= 2)
+        a.stop()
+        sa = await asyncio.wait_for(task, 60)
+        assert sa["replay_size"] == 6
+        assert len(list((tmp_path / "run" / "checkpoints").glob("ckpt-*"))) == 2  # last 2
+
+        # learner down: the farm keeps sending, including two redeliveries of old ids
+        for i in range(6, 10):
+            await pub.publish(make_traj(i))
+        for m in first[:2]:
+            await pub.publish(m)
+        await asyncio.sleep(0.3)
+
+        b = LearnerService(cfg)
+        task = await start(b)
+        assert b.restored_from is not None
+        assert b.restored["replay_size"] == 6 and b.restored["version"] == sa["version"]
+        assert b.restored["seen_ids"] == 6
+        assert await pub.wait_acked(30)  # queued for the persistent session while down
+        await until(lambda: b.received == 10 and b.subscriber is not None
+                    and b.subscriber.duplicates >= 2)
+        b.stop()
+        sb = await asyncio.wait_for(task, 60)
+    assert sb["received"] == sb["episodes"] == 10 and sb["duplicates"] >= 2
+    ids = replay_ids(b)
+    assert sorted(ids) == [f"t{i:04d}" for i in range(10)]  # nothing lost, nothing twice
+    assert sb["version"] >= sa["version"]
+
+
+async def test_hostile_trajectories_are_rejected_and_counted(broker: EmbeddedBroker,
+                                                             tmp_path: Path) -> None:
+    svc = LearnerService(config(broker, tmp_path / "run",
+                                max_trajectory_bytes=4 * 1024 * 1024))
+    task = await start(svc)
+    host, port = broker.url.removeprefix("mqtt://").split(":")
+
+    def traj_topic(tid: str, farm_id: str = "farm1") -> str:
+        return topics.traj(farm_id, tid)
+
+    def framed(header: bytes) -> bytes:
+        return b"DRT1" + struct.pack(">I", len(header)) + header
+
+    def chunked(tid: str, payload: bytes) -> list[tuple[str, bytes]]:
+        return [(traj_topic(tid), c) for c in split_chunks(tid, payload)]
+
+    wrong_schema = Envelope(schema="metrics", version=1, id="h4", codec="distrl-traj/1",
+                            body={"source": "x"}).model_dump_json(by_alias=True).encode()
+    bad_body = Envelope(schema="trajectory", version=1, id="h5", codec="distrl-traj/1",
+                        body={"id": "h5", "task": "x"}).model_dump_json(by_alias=True).encode()
+    huge_header = json.dumps({"m": "h6", "i": 0, "n": 10_000, "t": 10**10, "h": "0" * 64},
+                             separators=(",", ":")).encode()
+    hostile: list[tuple[str, bytes]] = [
+        (traj_topic("h1"), b"\x00garbage, not even a chunk"),
+        *chunked("h2", b"{not a trajectory payload"),
+        *chunked("h3", framed(b"{bad json")),
+        *chunked("h4", framed(wrong_schema)),
+        *chunked("h5", framed(bad_body)),
+        (traj_topic("h6"), b"DRK1" + struct.pack(">H", len(huge_header)) + huge_header + b"x"),
+        (traj_topic("h7"), b"DRK1" + os.urandom(1_500_000)),  # over the 1 MB chunk bound
+        *chunked("h8", encode_trajectory(make_traj(8, farm="farm2", id="h8"))),  # wrong farm
+        (topics.traj("farm1", "h9"), encode_envelope(Metrics(source="x"))),
+        *chunked("u1", encode_trajectory(make_traj(1, id="u1", status="aborted"))),
+        *chunked("u2", encode_trajectory(make_traj(2, id="u2").model_copy(update={
+            "steps": [StepMsg(index=0, action=None, reward=0.0)]}))),
+    ]
+    async with aiomqtt.Client(host, int(port)) as c:
+        for topic, payload in hostile:
+            await c.publish(topic, payload, qos=1)
+    async with farm(broker, tmp_path / "spool") as pub:
+        for i in range(4):
+            await pub.publish(make_traj(i))
+        assert await pub.wait_acked(30)
+        await until(lambda: svc.updates >= 2)  # training goes on
+    rejects = svc.subscriber.rejects  # type: ignore[union-attr]
+    await until(lambda: sum(rejects.values()) >= 9)
+    m = svc.metrics()
+    svc.stop()
+    summary = await asyncio.wait_for(task, 60)
+    assert rejects["bad_chunk"] >= 2 and rejects["bad_payload"] >= 1
+    assert rejects["bad_json"] == 1 and rejects["wrong_schema"] == 1
+    assert rejects["bad_body"] == 2 and rejects["too_large"] >= 2
+    assert m["rejected_total"] >= 9 and m["rejected/too_large"] >= 2
+    assert summary["unlearnable"] == {"status_aborted": 1, "no_policy_data": 1}
+    assert summary["episodes"] == summary["replay_size"] == 4
+
+
+@pytest.mark.slow
+async def test_killed_learner_and_restarted_farm_lose_nothing(broker: EmbeddedBroker,
+                                                              tmp_path: Path) -> None:
+    """SIGKILL the learner (a `distrl learner` process) before any checkpoint, crash the
+    farm while it holds unacked trajectories, restart both: every trajectory is learned
+    exactly once and published versions keep increasing."""
+    run = tmp_path / "run"
+    cfg_file = tmp_path / "learner.toml"
+    cfg_file.write_text(
+        f'broker_url = "{broker.url}"\nrun_dir = "{run}"\nclient_id = "learner-kill"\n'
+        "checkpoint_every_s = 3600\nmetrics_every_s = 0.5\ntorch_threads = 1\n"
+        f"[algo_config]\nmin_episodes = 4\nbatch_episodes = 4\ncritic_hidden = 16\n"
+        f"capacity = 1000\n[policy_config]\nbuckets = 256\nembed_dim = 8\nhidden = 8\n")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "farm.cli", "learner", "--config", str(cfg_file), cwd=REPO,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    watch = WeightSubscriber(broker.url, lambda w, p: None)
+    try:
+        async with watch:
+            await watch.wait_version(0, timeout=90)  # the learner is up and subscribed
+            spool = tmp_path / "spool"
+            pub = farm(broker, spool)
+            await pub.start()
+            for i in range(10):
+                await pub.publish(make_traj(i))
+            assert await pub.wait_acked(30)
+            await watch.wait_version(1, timeout=60)  # it trained on them
+            proc.send_signal(signal.SIGKILL)
+            await proc.wait()
+            killed_at = watch.version
+            assert not list((run / "checkpoints").glob("ckpt-*"))  # only the journal has them
+
+            for i in range(10, 15):  # collected while the learner is dead …
+                await pub.publish(make_traj(i))
+            await pub.stop(graceful=False)  # … then the farm crashes too
+            assert len(Spool(spool)) == 5
+
+            svc = LearnerService(config(broker, run, client_id="learner-kill"))
+            task = await start(svc)
+            assert svc.restored["journal_episodes"] == 10 and svc.restored["replay_size"] == 10
+            async with farm(broker, spool) as pub2:  # the farm restarts from its spool
+                assert await pub2.wait_acked(30)
+            await until(lambda: svc.received == 15)
+            await watch.wait_version(killed_at + 1, timeout=30)
+            svc.stop()
+            summary = await asyncio.wait_for(task, 60)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert sorted(replay_ids(svc)) == [f"t{i:04d}" for i in range(15)]
+    assert summary["episodes"] == 15
+    assert summary["version"] > killed_at and watch.refused == {}
+
+
+def test_cli_refuses_bad_input_without_a_traceback(tmp_path: Path) -> None:
+    from farm.cli import cli
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text("publish_every = 0\nalgo = 'x'\n")
+    r = CliRunner().invoke(cli, ["learner", "--config", str(bad)])
+    assert r.exit_code == 2 and "publish_every" in r.output and "algo" in r.output
+    assert "Traceback" not in r.output
+    (tmp_path / "toml.toml").write_text("[learner\n")
+    r = CliRunner().invoke(cli, ["learner", "--config", str(tmp_path / "toml.toml")])
+    assert r.exit_code == 2 and "not valid TOML" in r.output
+    r = CliRunner().invoke(cli, ["learner", "--broker", "mqtt://127.0.0.1:1",
+                                 "--run-dir", str(tmp_path / "r"), "--duration", "1"])
+    assert r.exit_code == 2 and "cannot reach the MQTT broker" in r.output
+
+
+@pytest.mark.slow
+async def test_farm_plays_learned_policy_on_sim_phones(broker: EmbeddedBroker,
+                                                       tmp_path: Path) -> None:
+    """`farm up --policy learned` in-process: sim phones play the learner's versions
+    (hot-swapped between episodes); every trajectory reaches the learner once and every
+    step records the version that chose it."""
+    from distrl_sdk.registry import TaskRegistry
+    from farm.controller import FarmConfig, FarmController
+    from farm.device.lifecycle import LifecycleConfig
+    from farm.sim.adbhost import PrivateAdbServer
+    from farm.sim.background import BackgroundFarm
+
+    fast = LifecycleConfig(heartbeat_s=0.2, reaper_s=1.5, probe_timeout_s=0.5,
+                           boot_timeout_s=5, boot_poll_s=0.1, max_failures=3,
+                           backoff_min_s=0.1, backoff_max_s=0.4, reconnect_timeout_s=1.0)
+    reg = TaskRegistry.discover()
+    tasks = [reg.get(n) for n in ("settings.wifi_off", "settings.open_display")]
+    got: dict[str, list[int | None]] = {}
+    svc = LearnerService(config(broker, tmp_path / "run", farm_id="f1",
+                                algo_config=ALGO | {"min_episodes": 2, "batch_episodes": 2},
+                                publish_every=2))
+    original = svc._on_trajectory
+
+    def spy(decoded: Any) -> None:  # what the learner received, step versions included
+        got[decoded.msg.id] = [s.policy_version for s in decoded.msg.steps]
+        original(decoded)
+
+    svc._on_trajectory = spy  # type: ignore[method-assign]
+    task = await start(svc)
+    with BackgroundFarm(2, seed=3) as sims, PrivateAdbServer() as adb:
+        async with LearnedPolicyProvider(broker.url, client_id="f1-weights") as provider:
+            await provider.wait_ready(30)
+            ctl = FarmController(FarmConfig(
+                broker_url=broker.url, farm_id="f1", adb_port=adb.port, devices=sims.serials,
+                tasks=tasks, policy="learned", duration_s=10.0, spool_dir=tmp_path / "spool",
+                lifecycle=fast, flush_timeout_s=20.0, episode_timeout_s=20.0),
+                policies=provider)
+            stats = await asyncio.wait_for(ctl.run(), 120)
+    svc.stop()
+    summary = await asyncio.wait_for(task, 60)
+    assert stats.episodes > 0 and ctl.flushed is True
+    assert set(got) == set(ctl.sink.ids) and summary["duplicates"] == 0
+    played = {v for vs in got.values() for v in vs}
+    assert None not in played and len(played) >= 2  # versions were swapped in during the run
+    assert all(len(set(vs)) <= 1 for vs in got.values())  # one version per episode
+    assert provider.swaps >= 2 and provider.refused == {}
+    learnable = sum(1 for s in ("success", "failure") for _ in range(stats.by_status[s]))
+    assert summary["episodes"] == learnable and summary["updates"] >= 1

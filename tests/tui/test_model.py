@@ -1,0 +1,178 @@
+"""The TUI's headless parts: the model folding wire messages, half-block rendering,
+action marks and the coalescing frame decoder."""
+
+from __future__ import annotations
+
+import time
+
+from PIL import Image
+
+from distrl_sdk.wire import DeviceFrame, topics
+from tests.tui.conftest import FARM, NOW, fixed_clock
+from tui import fakefeed as ff
+from tui.decoder import FrameDecoder, FrameJob
+from tui.imaging import decode, draw_marks, fit_cells, halfblock, marks_of
+from tui.model import FleetModel
+
+
+def model_with(*wires: tuple[str, bytes]) -> FleetModel:
+    m = FleetModel(fixed_clock)
+    for t, p in wires:
+        m.ingest(t, p)
+    return m
+
+
+def test_statuses_fold_into_devices_and_totals() -> None:
+    m = model_with(ff.status(FARM, "a", "busy"), ff.status(FARM, "b", "ready"),
+                   ff.status(FARM, "c", "quarantined"), ff.status("farm2", "d", "offline"),
+                   ff.status(FARM, "e", "paused"))
+    tot = m.totals()
+    assert (tot.total, tot.online, tot.busy, tot.paused, tot.quarantined, tot.error) == \
+        (5, 4, 1, 1, 1, 1)
+    assert ("farm2", "d") in m.devices
+    m.ingest(*ff.status(FARM, "a", "offline", detail="heartbeat lost"))
+    assert m.totals().error == 2
+    assert any(n[1] == "farm1/a: busy → offline" for n in m.notices)
+    assert "heartbeat lost" in m.logs[-1].text
+
+
+def test_busy_ready_churn_is_logged_but_not_notified() -> None:
+    m = model_with(ff.status(FARM, "a", "ready"))
+    m.notices.clear()
+    m.ingest(*ff.status(FARM, "a", "busy"))
+    m.ingest(*ff.status(FARM, "a", "ready"))
+    assert m.notices == []
+    assert [c.new for c in m.changes] == ["ready", "busy", "ready"]
+
+
+def test_garbage_is_counted_and_logged_never_raised() -> None:
+    m = FleetModel(fixed_clock)
+    cases = [(topics.status(FARM, "a"), b"{not json"),
+             (topics.status(FARM, "a"), b"\xff" * 10),
+             (topics.frame(FARM, "a"), b"DRF1garbage"),
+             (topics.metrics(FARM), b'{"schema": "command", "version": 1, "body": {}}'),
+             ("distrl/v1/farm1/unknown/x", b"x"),
+             (topics.status(FARM, "a"), b"[]")]
+    for t, p in cases:
+        assert m.ingest(t, p) is None
+    assert sum(m.garbage.values()) == len(cases)
+    assert m.devices == {}
+    assert all(line.level == "error" for line in m.logs)
+
+
+def test_filter_and_sort() -> None:
+    m = model_with(ff.status(FARM, "pixel-2", "busy", task="wifi_off", battery=20),
+                   ff.status(FARM, "pixel-1", "ready", battery=90),
+                   ff.status("lab", "emu-9", "busy", task="clock_alarm", battery=50))
+    assert m.visible() == [("farm1", "pixel-1"), ("farm1", "pixel-2"), ("lab", "emu-9")]
+    assert m.visible("busy") == [("farm1", "pixel-2"), ("lab", "emu-9")]
+    assert m.visible("busy !wifi") == [("lab", "emu-9")]
+    assert m.visible("LAB") == [("lab", "emu-9")]
+    assert [k[1] for k in m.visible(sort="battery")] == ["pixel-2", "emu-9", "pixel-1"]
+    assert [k[1] for k in m.visible(sort="battery", reverse=True)] == \
+        ["pixel-1", "emu-9", "pixel-2"]
+    assert m.visible(sort="state")[-1] == ("farm1", "pixel-1")
+
+
+def test_action_history_comes_from_statuses_else_frames() -> None:
+    act = {"action_type": "click", "x": 0.5, "y": 0.5}
+    px = {"action_type": "click", "x": 540, "y": 1200}  # the same tap, as a frame has it
+    m = model_with(ff.status(FARM, "a", "busy", step=3, last_action=act),
+                   ff.status(FARM, "a", "busy", step=3, last_action=act),  # re-published
+                   ff.frame(FARM, "a", step=3, actions=[px]),
+                   ff.status(FARM, "a", "busy", step=4, last_action=act),
+                   ff.frame(FARM, "b", step=1, actions=[px]),  # a source without statuses
+                   ff.frame(FARM, "b", step=1, actions=[px]),
+                   ff.frame(FARM, "b", step=2, actions=[px, act]))
+    assert list(m.devices[(FARM, "a")].actions) == ["#3 click(x=0.5, y=0.5)",
+                                                    "#4 click(x=0.5, y=0.5)"]
+    assert list(m.devices[(FARM, "b")].actions) == ["#1 click(x=540, y=1200)",
+                                                    "#2 click(x=0.5, y=0.5)"]
+
+
+def test_learner_series_and_pointer() -> None:
+    m = model_with(*(ff.metrics(i, {"success_rate": i / 10, "entropy": 1 - i / 10})
+                     for i in range(5)), ff.pointer(7))
+    assert list(m.series["success_rate"]) == [0.0, 0.1, 0.2, 0.3, 0.4]
+    assert m.learner_step == 4
+    assert m.pointer is not None and m.pointer.version == 7
+
+
+def test_halfblock_cells_carry_upper_and_lower_pixels() -> None:
+    img = Image.new("RGB", (2, 4), (255, 0, 0))
+    img.putpixel((0, 1), (0, 0, 255))  # lower half of the first cell
+    hb = halfblock(img, 2, 2)
+    assert (hb.cols, hb.rows) == (2, 2)
+    first = hb.lines[0][0]
+    assert first.text == "▀"
+    assert first.style is not None and first.style.color is not None
+    assert first.style.color.get_truecolor() == (248, 0, 0)  # quantised to 5 bits
+    assert first.style.bgcolor is not None
+    assert first.style.bgcolor.get_truecolor() == (0, 0, 248)
+    assert "".join(s.text for s in hb.lines[1]) == "▀▀"  # equal neighbours merged
+
+
+def test_fit_cells_keeps_the_aspect_ratio() -> None:
+    assert fit_cells(1080, 2400, 80, 40) == (36, 40)
+    assert fit_cells(2400, 1080, 80, 40) == (80, 18)
+
+
+def test_marks_accept_pixels_normalised_px_keys_and_scroll() -> None:
+    marks = marks_of([{"action_type": "click", "x": 540, "y": 1200},
+                      {"action_type": "long_press", "x": 0.25, "y": 0.75},
+                      {"action_type": "click", "x": 0.5, "y": 0.5, "x_px": 108, "y_px": 240},
+                      {"action_type": "swipe", "x1": 0.5, "y1": 0.9, "x2": 0.5, "y2": 0.1},
+                      {"action_type": "scroll", "direction": "down"},
+                      {"action_type": "input_text", "text": "hi"},
+                      {"action_type": "click", "x": "bad", "y": None}, "junk"],  # type: ignore[list-item]
+                     1080, 2400)
+    assert [(m.kind, round(m.x, 2), round(m.y, 2)) for m in marks] == [
+        ("tap", 0.5, 0.5), ("long_press", 0.25, 0.75), ("tap", 0.1, 0.1),
+        ("swipe", 0.5, 0.9), ("swipe", 0.5, marks[4].y)]
+    assert marks[4].y2 is not None and marks[4].y2 < marks[4].y  # finger moves up
+
+
+def test_drawn_marks_change_pixels_at_the_tap() -> None:
+    img = Image.new("RGB", (40, 80), (0, 0, 0))
+    out = draw_marks(img, marks_of([{"action_type": "click", "x": 0.5, "y": 0.5}], 1, 1))
+    near = [out.getpixel((x, y)) for x in range(16, 24) for y in range(36, 44)]
+    assert sum(p != (0, 0, 0) for p in near) >= 4
+    assert out.getpixel((2, 2)) == (0, 0, 0)  # nothing far from the tap
+    assert img.getextrema() == ((0, 0), (0, 0), (0, 0))  # the input is not modified
+
+
+def test_decoder_coalesces_to_the_newest_frame_per_device() -> None:
+    dec = FrameDecoder(thumb_rows=4, thumb_cols=5)
+    key = (FARM, "a")
+    frames = []
+    for step in range(3):
+        body = DeviceFrame(device_id="a", width=108, height=240, screen_width=1080,
+                           screen_height=2400, step=step, captured_at=NOW)
+        frames.append(FrameJob(key, body, ff.screen_jpeg(0, step)))
+    for job in frames:  # thread not started yet: all three queue up
+        dec.submit(job)
+    dec.submit(FrameJob((FARM, "b"), frames[0].frame, b"not a jpeg"))
+    dec.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not dec.idle and time.monotonic() < deadline:
+            time.sleep(0.01)
+        done = dec.take()
+    finally:
+        dec.stop()
+    assert dec.stats.coalesced == 2 and dec.stats.decoded == 1 and dec.stats.errors == 1
+    assert done[key].frame.step == 2 and done[key].thumb is not None
+    assert done[(FARM, "b")].thumb is None and done[(FARM, "b")].error
+
+
+def test_focused_device_gets_a_large_picture_with_marks() -> None:
+    dec = FrameDecoder(thumb_rows=4, thumb_cols=5)
+    body = DeviceFrame(device_id="a", width=108, height=240, screen_width=1080,
+                       screen_height=2400, actions=[{"action_type": "click", "x": 540,
+                                                     "y": 1200}])
+    job = FrameJob((FARM, "a"), body, ff.screen_jpeg(1))
+    plain = dec.render(job, None)
+    big = dec.render(job, ((FARM, "a"), 40, 30))
+    assert plain.big is None and plain.thumb is not None and plain.thumb.rows == 4
+    assert big.big is not None and (big.big.cols, big.big.rows) == (27, 30)
+    assert decode(ff.screen_jpeg(1)).size == (108, 240)

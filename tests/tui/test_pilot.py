@@ -1,0 +1,395 @@
+"""Every screen and every action, driven with Textual's Pilot against the fake source;
+assertions are on the commands the app published (parsed back like a farm would) and
+on what the screens show."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.text import Text
+from textual.command import CommandPalette
+from textual.content import Content
+from textual.widgets import Input, RichLog, Sparkline, Static
+
+from distrl_sdk.wire import topics
+from tests.tui.conftest import FARM, feed_fleet, sent_commands
+from tui import fakefeed as ff
+from tui.app import DistrlTui
+from tui.device import DeviceScreen
+from tui.fleet import FleetScreen
+from tui.fleet_table import FleetTable
+from tui.learner import LearnerScreen, SeriesRow
+from tui.logs import LogsScreen
+from tui.modals import ConfirmScreen, HelpScreen, PromptScreen
+from tui.source import FakeSource
+
+SIZE = (150, 45)
+App = Callable[..., DistrlTui]
+
+
+def fleet(app: DistrlTui) -> FleetScreen:
+    assert isinstance(app.screen, FleetScreen)
+    return app.screen
+
+
+def text(widget: Static) -> str:
+    """What a Static shows, as plain text (markup strings, Text or Content)."""
+    c = widget.content
+    if isinstance(c, Text):
+        return c.plain
+    return str(Content.from_markup(c)) if isinstance(c, str) else str(c)
+
+
+def table_rows(app: DistrlTui) -> list[str]:
+    return [k[1] for k in fleet(app).table.keys]  # type: ignore[index]
+
+
+async def test_fleet_lists_devices_with_thumbnails_and_totals(make_app: App,
+                                                              source: FakeSource) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        feed_fleet(source, 4)
+        await app.settle()
+        await pilot.pause()
+        assert table_rows(app) == ["sim-0", "sim-1", "sim-2", "sim-3"]
+        assert all(d.thumb is not None for d in app.model.devices.values())
+        assert fleet(app).table.cells[(FARM, "sim-0")]["thumb"] is \
+            app.model.devices[(FARM, "sim-0")].thumb
+        bar = text(fleet(app).query_one("#statusbar", Static))
+        assert "devices 4" in bar and "online 4" in bar and "busy 2" in bar
+
+
+async def test_newer_frame_replaces_the_thumbnail(make_app: App, source: FakeSource) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        feed_fleet(source, 1)
+        await app.settle()
+        first = app.model.devices[(FARM, "sim-0")].thumb
+        source.push(*ff.frame(FARM, "sim-0", step=5, seed=3))
+        await app.settle()
+        await pilot.pause()
+        dev = app.model.devices[(FARM, "sim-0")]
+        assert dev.thumb is not first and dev.frame is not None and dev.frame.step == 5
+        assert fleet(app).table.cells[(FARM, "sim-0")]["thumb"] is dev.thumb
+
+
+async def test_filter_and_sort_keys(make_app: App, source: FakeSource) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        feed_fleet(source, 4)
+        await app.settle()
+        await pilot.press("slash", "b", "u", "s", "y")
+        assert fleet(app).query_one("#filter", Input).has_focus
+        await pilot.pause()
+        assert table_rows(app) == ["sim-0", "sim-2"]
+        await pilot.press("enter", "escape")  # back to the table, then clear the filter
+        await pilot.pause()
+        assert table_rows(app) == ["sim-0", "sim-1", "sim-2", "sim-3"]
+        # s cycles: device → state → task → step → return → battery
+        await pilot.press(*["s"] * 5)
+        await pilot.pause()
+        assert fleet(app).sort_key == "battery"
+        assert table_rows(app) == ["sim-3", "sim-2", "sim-1", "sim-0"]  # lowest first
+        await pilot.press("S")
+        await pilot.pause()
+        assert table_rows(app) == ["sim-0", "sim-1", "sim-2", "sim-3"]
+
+
+async def test_enter_opens_the_device_screen_and_esc_returns(make_app: App,
+                                                             source: FakeSource) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        feed_fleet(source, 3)
+        await app.settle()
+        await pilot.press("down", "down", "enter")
+        await app.settle()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DeviceScreen) and screen.key == (FARM, "sim-2")
+        dev = app.model.devices[(FARM, "sim-2")]
+        assert dev.big is not None and dev.big.rows > dev.thumb.rows  # type: ignore[union-attr]
+        assert screen.query_one("#screen", Static).content is dev.big
+        info = text(screen.query_one("#info", Static))
+        assert "Turn off Wi-Fi" in info and "76%" in info and "v3" in info
+        hist = text(screen.query_one("#history", Static))
+        assert "#2 swipe(" in hist
+        log = text(screen.query_one("#devlog", Static))
+        assert "unknown → busy" in log
+        # a new frame while open is drawn large
+        old_big = dev.big
+        source.push(*ff.frame(FARM, "sim-2", step=9, seed=2, actions=[
+            {"action_type": "long_press", "x": 0.2, "y": 0.2}]))
+        await app.settle()
+        assert dev.big is not old_big and dev.frame is not None and dev.frame.step == 9
+        assert "#9 long_press" in text(screen.query_one("#history", Static))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, FleetScreen)
+        assert app.decoder._focus is None
+
+
+async def test_plain_device_actions_publish_commands(make_app: App,
+                                                     source: FakeSource) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        feed_fleet(source, 2)
+        await app.settle()
+        await pilot.press("down", "p", "u", "r", "e")
+        await app.wait_commands()
+        await app.settle()
+        got = sent_commands(source)
+        assert [(t, c.op, c.device_id) for t, c in got] == [
+            (topics.cmd(FARM, "sim-1"), op, "sim-1")
+            for op in ("pause", "resume", "reconnect", "release")]
+        # the farm's answers (the responder) are matched to the commands and logged
+        assert {r.command_id for r in app.model.results.values()} == {c.id for _t, c in got}
+        assert any("pause on farm1/sim-1: ok" in ln.text for ln in app.model.logs)
+
+
+async def test_actions_work_from_the_device_screen(make_app: App, source: FakeSource) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        feed_fleet(source, 2)
+        await app.settle()
+        await pilot.press("enter", "p")
+        await app.wait_commands()
+        assert [(c.op, c.device_id) for _t, c in sent_commands(source)] == [("pause", "sim-0")]
+
+
+async def test_quarantine_asks_first(make_app: App, source: FakeSource) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        feed_fleet(source, 2)
+        await app.settle()
+        await pilot.press("x")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        assert "Quarantine farm1/sim-0?" in text(app.screen.query_one("#question", Static))
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, FleetScreen) and source.sent == []
+        await pilot.press("x", "y")
+        await app.wait_commands()
+        assert [(c.op, c.device_id) for _t, c in sent_commands(source)] == \
+            [("quarantine", "sim-0")]
+
+
+async def test_run_task_takes_a_task_name(make_app: App, source: FakeSource) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        feed_fleet(source, 2)
+        await app.settle()
+        await pilot.press("t")
+        await pilot.pause()
+        assert isinstance(app.screen, PromptScreen)
+        await pilot.press("enter")  # empty: refused, the dialog stays
+        await pilot.pause()
+        assert isinstance(app.screen, PromptScreen)
+        await pilot.press(*"wifi_off", "enter")
+        await app.wait_commands()
+        [(topic, cmd)] = sent_commands(source)
+        assert topic == topics.cmd(FARM, "sim-0")
+        assert (cmd.op, cmd.args) == ("run_task", {"task": "wifi_off"})
+        await pilot.press("t", "escape")  # cancel sends nothing
+        await app.wait_commands()
+        assert len(source.sent) == 1
+
+
+async def test_deploy_builds_the_deploy_command_line(make_app: App,
+                                                     source: FakeSource) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        feed_fleet(source, 1)
+        await app.settle()
+        await pilot.press("d")
+        await pilot.pause()
+        assert isinstance(app.screen, PromptScreen)
+        await pilot.press(*"Turn off Wi-Fi", "enter")
+        await pilot.pause()
+        assert source.sent == []  # nothing goes to the farm
+        line = app.model.logs[-1].text
+        assert "distrl deploy --device sim-0 --policy CHECKPOINT 'Turn off Wi-Fi'" in line
+        assert any("distrl deploy" in n.message for n in app._notifications)
+
+
+async def test_command_palette_runs_device_actions(make_app: App, source: FakeSource) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        feed_fleet(source, 3)
+        await app.settle()
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"Reconnect farm1/sim-2")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await app.wait_commands()
+        await pilot.pause()
+        assert [(c.op, c.device_id) for _t, c in sent_commands(source)] == \
+            [("reconnect", "sim-2")]
+
+
+async def test_readonly_refuses_every_mutation(make_app: App, source: FakeSource) -> None:
+    app = make_app(readonly=True)
+    async with app.run_test(size=SIZE) as pilot:
+        feed_fleet(source, 2)
+        await app.settle()
+        keys = [b.binding.key for b in app.screen.active_bindings.values()]
+        for k in "purxetd":
+            assert k not in keys  # hidden from the footer
+            await pilot.press(k)
+            await pilot.pause()
+            assert isinstance(app.screen, FleetScreen)  # no dialog either
+        await pilot.press("enter", "x")  # nor on the device screen
+        await app.wait_commands()
+        assert source.sent == []
+        msgs = [n.message for n in app._notifications]
+        assert any("read-only mode: quarantine is disabled" in m for m in msgs)
+        assert all(not t.startswith(("Pause", "Quarantine")) for t, _h, _c in
+                   app.palette_commands())
+        app.request("pause", (FARM, "sim-0"))  # the palette path refuses too
+        assert app.send_command((FARM, "sim-0"), "pause") is None
+        await app.wait_commands()
+        assert source.sent == []
+
+
+async def test_help_lists_every_key(make_app: App) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        keys = text(app.screen.query_one("#keys", Static))
+        for cls in (DistrlTui, FleetScreen, FleetTable, DeviceScreen):
+            for b in cls.BINDINGS:
+                assert f" {b.key_display or b.key} " in keys, b  # type: ignore[union-attr]
+        assert "ctrl+p" in keys
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, FleetScreen)
+
+
+async def test_learner_screen_plots_every_series(make_app: App, source: FakeSource) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        for i in range(6):
+            source.push(*ff.metrics(i, {"success_rate": i / 5, "return_mean": i / 10,
+                                        "replay_size": 100.0 * i, "custom_thing": 1.0}))
+        source.push(*ff.metrics(1, {"episodes": 7.0}, farm=FARM))
+        source.push(*ff.pointer(4))
+        await pilot.press("2")
+        await app.settle()
+        await pilot.pause()
+        assert isinstance(app.screen, LearnerScreen)
+        rows = {r.series: r for r in app.screen.query(SeriesRow)}
+        assert list(rows["success_rate"].query_one(Sparkline).data or []) == \
+            [0.0, 0.2, 0.4, 0.6, 0.8, 1.0]
+        assert list(rows["custom_thing"].query_one(Sparkline).data or []) == [1.0] * 6
+        summary = text(app.screen.query_one("#summary", Static))
+        assert "learner step 5" in summary and "v4" in summary and "episodes 7" in summary
+
+
+async def test_logs_screen_shows_events_and_garbage(make_app: App,
+                                                    source: FakeSource) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        feed_fleet(source, 1)
+        source.push(topics.status(FARM, "sim-0"), b"\x00garbage")
+        source.push(topics.frame(FARM, "sim-0"), b"DRF1\x00\x00\x00\x05{{{{{")
+        source.push(*ff.frame(FARM, "sim-0", image=b"not an image"))
+        await pilot.press("3")
+        await app.settle()
+        await pilot.pause()
+        assert isinstance(app.screen, LogsScreen)
+        lines = [str(s.text) for s in app.screen.query_one("#log", RichLog).lines]
+        assert any("unknown → busy" in ln for ln in lines)
+        assert sum("rejected message on distrl/v1/farm1/" in ln for ln in lines) == 2
+        assert any("bad frame" in ln for ln in lines)
+        head = text(app.screen.query_one("#garbage", Static))
+        assert "rejected messages: 3" in head and "bad_image 1" in head
+        await pilot.press("1")  # the fleet still works
+        await pilot.pause()
+        assert table_rows(app) == ["sim-0"]
+
+
+async def test_state_changes_notify(make_app: App, source: FakeSource) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        feed_fleet(source, 2)
+        await app.settle()
+        source.push(*ff.status(FARM, "sim-1", "quarantined", detail="operator"))
+        source.push(*ff.status(FARM, "sim-0", "offline"))
+        await app.settle()
+        await pilot.pause()
+        msgs = [n.message for n in app._notifications]
+        assert "farm1/sim-1: ready → quarantined" in msgs
+        assert "farm1/sim-0: busy → offline" in msgs
+        bar = text(fleet(app).query_one("#statusbar", Static))
+        assert "quarantined 1" in bar and "error 1" in bar
+
+
+async def test_lost_link_is_shown_and_commands_fail_cleanly(make_app: App,
+                                                            source: FakeSource) -> None:
+    from tui.source import ConnectionChanged
+
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        feed_fleet(source, 1)
+        await app.settle()
+        source.push_event(ConnectionChanged(False, "broker gone"))
+        await app.settle()
+        await pilot.press("p")
+        await app.wait_commands()
+        await pilot.pause()
+        assert "disconnected" in text(fleet(app).query_one("#title", Static))
+        assert any("pause not sent" in n.message for n in app._notifications)
+        assert source.sent == []
+
+
+async def test_only_changed_visible_rows_are_redrawn(make_app: App, source: FakeSource) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        feed_fleet(source, 20, frames=False)
+        await app.settle()
+        await pilot.pause()
+        table = fleet(app).table
+        visible = table.size.height // table.row_height
+        assert 3 < visible < 20
+        built = table.rows_built
+        source.push(*ff.status(FARM, "sim-1", "ready", battery=5))
+        await app.settle()
+        await pilot.pause()
+        assert table.rows_built == built + 1  # that row only
+        source.push(*ff.status(FARM, "sim-19", "ready", battery=5))  # below the fold
+        await app.settle()
+        await pilot.pause()
+        assert table.rows_built == built + 1
+        await pilot.press("end")  # scrolled into view: drawn now
+        await pilot.pause()
+        assert table.rows_built > built + 1
+        assert fleet(app).current_device() == (FARM, "sim-19")
+
+
+async def test_mouse_selects_and_double_click_opens(make_app: App, source: FakeSource) -> None:
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        feed_fleet(source, 4)
+        await app.settle()
+        await pilot.pause()
+        h = fleet(app).table.row_height
+        await pilot.click("#fleet", offset=(20, 2 * h + 1))
+        assert fleet(app).current_device() == (FARM, "sim-2")
+        await pilot.double_click("#fleet", offset=(20, 3 * h))
+        await pilot.pause()
+        assert isinstance(app.screen, DeviceScreen) and app.screen.key == (FARM, "sim-3")
+
+
+async def test_readonly_filter_typing_is_not_refused(make_app: App, source: FakeSource) -> None:
+    app = make_app(readonly=True)
+    async with app.run_test(size=SIZE) as pilot:
+        feed_fleet(source, 3)
+        await app.settle()
+        await pilot.press("slash", "p", "u", "x")
+        await pilot.pause()
+        assert fleet(app).query_one("#filter", Input).value == "pux"
+        assert not any("read-only" in n.message for n in app._notifications)

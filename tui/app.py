@@ -1,0 +1,272 @@
+"""The DistRL TUI: an MQTT client that watches and operates device farms.
+
+Data path (research/tui_style.md A4): one feed worker reads the :class:`DataSource` and
+folds each message into the :class:`FleetModel` (cheap, on the loop); frames go to the
+:class:`FrameDecoder` thread, which keeps only the newest per device; a timer tick
+(``tick_s``, 8 Hz by default) collects decoded pictures and redraws the active screen
+inside one ``batch_update``. Commands go out through the same source."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shlex
+import signal
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any, ClassVar
+
+from textual.app import App, ScreenStackError
+from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
+from textual.dom import DOMNode
+from textual.screen import Screen
+
+from distrl_sdk.wire import Command, encode_envelope, topics
+from tui.base import MUTATIONS, AppScreen, DeviceActionsScreen
+from tui.commands import FarmCommands
+from tui.decoder import DeviceKey, FrameDecoder
+from tui.device import DeviceScreen
+from tui.fleet import FleetScreen
+from tui.fleet_table import FleetTable
+from tui.learner import LearnerScreen
+from tui.logs import LogsScreen
+from tui.modals import ConfirmScreen, HelpScreen, PromptScreen
+from tui.model import FleetModel
+from tui.source import ConnectionChanged, DataSource, SourceClosed
+
+__all__ = ["DistrlTui"]
+
+PaletteEntry = tuple[str, str, Callable[[], Any]]
+
+
+class DistrlTui(App[None]):
+    """``DistrlTui(source).run()``; ``readonly=True`` refuses every mutation."""
+
+    TITLE = "DistRL"
+    COMMANDS = App.COMMANDS | {FarmCommands}
+    MODES: ClassVar[dict[str, str | Callable[[], Screen[Any]]]] = {
+        "fleet": FleetScreen, "learner": LearnerScreen, "logs": LogsScreen}
+    DEFAULT_MODE = "fleet"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("1", "switch_mode('fleet')", "Fleet", tooltip="Every device"),
+        Binding("2", "switch_mode('learner')", "Learner", tooltip="Training curves"),
+        Binding("3", "switch_mode('logs')", "Logs", tooltip="Events and rejected messages"),
+        Binding("question_mark", "help", "Help", tooltip="Every key", key_display="?"),
+        Binding("q", "quit", "Quit", tooltip="Leave the TUI (the farm keeps running)"),
+    ]
+
+    def __init__(self, source: DataSource, *, readonly: bool = False,
+                 clock: Callable[[], float] = time.time, tick_s: float = 0.125,
+                 thumb_rows: int = 4, notify_limit: int = 3) -> None:
+        super().__init__()
+        self.source = source
+        self.readonly = readonly
+        self.tick_s = tick_s
+        self.thumb_rows = thumb_rows
+        self.thumb_cols = thumb_rows + 1  # a phone is about half as wide as tall
+        self.notify_limit = notify_limit
+        self.model = FleetModel(clock)
+        self.decoder = FrameDecoder(thumb_rows, self.thumb_cols)
+        self.ticks = 0
+
+    # ------------------------------------------------------------ lifecycle
+    def on_mount(self) -> None:
+        self.decoder.start()
+        self.run_worker(self._feed(), name="feed", group="feed", exclusive=True,
+                        exit_on_error=False)
+        self.set_interval(self.tick_s, self.tick, name="tick")
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            # `distrl demo` stops its TUI child with SIGTERM: leave the terminal clean
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self.exit)
+
+    async def on_unmount(self) -> None:
+        self.decoder.stop()
+        await self.source.close()
+
+    async def _feed(self) -> None:
+        n = 0
+        async for ev in self.source.events():
+            if isinstance(ev, ConnectionChanged):
+                self.model.connection(ev.connected, ev.detail)
+                continue
+            job = self.model.ingest(ev.topic, ev.payload)
+            if job is not None:
+                self.decoder.submit(job)
+            n += 1
+            if n % 64 == 0:
+                await asyncio.sleep(0)  # a burst must not starve the UI
+        self.model.connection(False, "data source closed")
+
+    def tick(self) -> None:
+        """Apply decoded frames, pop notifications, redraw the active screen."""
+        self.ticks += 1
+        for r in self.decoder.take().values():
+            self.model.apply_rendered(r)
+        notices, self.model.notices = self.model.notices, []
+        for sev, text in notices[: self.notify_limit]:
+            self.notify(text, severity=sev)  # type: ignore[arg-type]
+        if len(notices) > self.notify_limit:
+            self.notify(f"… and {len(notices) - self.notify_limit} more (see logs: 3)")
+        del self.model.changes[:-1000]
+        try:
+            screen = self.screen
+        except ScreenStackError:  # shutting down: the screens are gone already
+            return
+        if isinstance(screen, AppScreen):
+            # NoMatches: the screen is still composing or already torn down
+            with self.batch_update(), contextlib.suppress(NoMatches):
+                screen.refresh_from_model()
+
+    async def settle(self, timeout: float = 5.0) -> None:
+        """Wait until everything the source queued is ingested and decoded, then tick
+        (tests: deterministic screens without sleeping)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while loop.time() < deadline:
+            if not getattr(self.source, "pending", 0) and self.decoder.idle:
+                break
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(0)
+        self.tick()
+
+    async def wait_commands(self) -> None:
+        """Wait until every command publish started so far is done (tests)."""
+        workers = [w for w in self.workers if w.group == "commands"]
+        if workers:
+            await self.workers.wait_for_complete(workers)
+
+    # ------------------------------------------------------------ navigation
+    def open_device(self, key: DeviceKey) -> None:
+        if key not in self.model.devices:
+            self.notify(f"unknown device {key[0]}/{key[1]}", severity="warning")
+            return
+        if self.current_mode != "fleet":
+            self.switch_mode("fleet")
+        self.push_screen(DeviceScreen(key))
+
+    def action_help(self) -> None:
+        sections: list[tuple[str, list[tuple[str, str]]]] = []
+        seen: set[str] = set()
+
+        def keys_of(cls: type[DOMNode]) -> list[tuple[str, str]]:
+            out = []
+            for b in cls.BINDINGS:
+                if isinstance(b, Binding):
+                    out.append((b.key_display or b.key, b.tooltip or b.description))
+            return out
+
+        for title, cls in (("Everywhere", type(self)), ("Fleet", FleetScreen),
+                           ("Fleet table", FleetTable), ("Device", DeviceScreen)):
+            rows = [kv for kv in keys_of(cls) if kv[0] not in seen or title == "Device"]
+            seen.update(k for k, _ in rows)
+            sections.append((title, rows))
+        acts = [(key, f"{label} (confirm first)" if name == "quarantine" else label)
+                for name, (key, label, _op) in MUTATIONS.items()]
+        sections.append(("Device actions (fleet and device screens)"
+                         + (": DISABLED, read-only" if self.readonly else ""), acts))
+        sections.append(("Anywhere else", [("ctrl+p", "command palette (every action)"),
+                                           ("esc", "close a dialog / go back"),
+                                           ("y / n", "answer a confirmation"),
+                                           ("mouse", "click selects a row, double click "
+                                                     "opens it")]))
+        self.push_screen(HelpScreen(sections, note=f"source: {self.source.description}"))
+
+    # ------------------------------------------------------------ commands
+    def request(self, name: str, key: DeviceKey | None) -> None:
+        """A device action by name (see :data:`tui.base.MUTATIONS`), with its dialog."""
+        if name not in MUTATIONS:
+            raise ValueError(f"unknown device action {name!r}")
+        label = MUTATIONS[name][1].lower()
+        if self.readonly:
+            self.notify(f"read-only mode: {label} is disabled", severity="warning")
+            return
+        if key is None:
+            self.notify("no device selected", severity="warning")
+            return
+        who = f"{key[0]}/{key[1]}"
+        if name == "quarantine":
+            def confirmed(yes: bool | None) -> None:
+                if yes:
+                    self.send_command(key, "quarantine")
+            self.push_screen(ConfirmScreen(
+                f"Quarantine {who}? It stops taking episodes until released (e)."), confirmed)
+        elif name == "run_task":
+            def got_task(task: str | None) -> None:
+                if task:
+                    self.send_command(key, "run_task", {"task": task})
+            self.push_screen(PromptScreen(f"Task to run on {who}", "task name, e.g. wifi_off"),
+                             got_task)
+        elif name == "deploy":
+            def got_instruction(text: str | None) -> None:
+                if text:
+                    self.deploy_hint(key, text)
+            self.push_screen(PromptScreen(f"Deploy the trained agent on {who}: instruction",
+                                          "e.g. Turn off Wi-Fi"), got_instruction)
+        else:
+            self.send_command(key, MUTATIONS[name][2])
+
+    def deploy_hint(self, key: DeviceKey, instruction: str) -> str:
+        """Deploying runs ``distrl deploy`` next to the phone (its safety guard, limits
+        and recording live there, not in the farm's command set): build that command
+        line, copy it to the clipboard (OSC 52) and show it. The farm's own policy is
+        what ``run_task`` (t) uses."""
+        p = self.model.pointer
+        ckpt = p.where[len("file://"):] if p is not None and p.where.startswith("file://") \
+            else "CHECKPOINT"
+        line = (f"distrl deploy --device {shlex.quote(key[1])} --policy {shlex.quote(ckpt)} "
+                f"{shlex.quote(instruction)}")
+        with contextlib.suppress(Exception):  # terminals without OSC 52 just ignore it
+            self.copy_to_clipboard(line)
+        self.model.log("info", f"deploy: run this on the host of {key[0]}/{key[1]}: {line}",
+                       key)
+        self.notify(f"Copied to the clipboard; run it where the phone is connected:\n{line}",
+                    title="Deploy", timeout=15)
+        return line
+
+    def send_command(self, key: DeviceKey, op: str, args: dict[str, Any] | None = None
+                     ) -> Command | None:
+        """Publish a :class:`Command` on ``distrl/v1/<farm>/cmd/<device>`` (in a worker);
+        the farm answers on ``cmd_result``, which the Logs screen shows."""
+        if self.readonly:  # the last line of defence; the UI never gets here read-only
+            self.notify("read-only mode: commands are disabled", severity="warning")
+            return None
+        farm, device = key
+        cmd = Command(device_id=device, op=op, args=args or {})  # type: ignore[arg-type]
+        payload = encode_envelope(cmd, farm_id=farm)
+        topic = topics.cmd(farm, device)
+        self.model.record_sent(farm, cmd)
+
+        async def publish() -> None:
+            try:
+                await self.source.send(topic, payload)
+            except SourceClosed as e:
+                self.model.log("error", f"{op} to {farm}/{device} not sent: {e}", key)
+                self.notify(f"{op} not sent: {e}", severity="error")
+            else:
+                self.notify(f"{op} sent to {farm}/{device}", timeout=2)
+
+        self.run_worker(publish(), group="commands", exit_on_error=False)
+        return cmd
+
+    def palette_commands(self, current_only: bool = False) -> list[PaletteEntry]:
+        out: list[PaletteEntry] = [
+            ("Show fleet", "every device (1)", partial(self.switch_mode, "fleet")),
+            ("Show learner", "training curves (2)", partial(self.switch_mode, "learner")),
+            ("Show logs", "events and rejected messages (3)", partial(self.switch_mode, "logs")),
+            ("Help: keys", "every key (?)", self.action_help),
+        ]
+        screen = self.screen
+        current = screen.current_device() if isinstance(screen, DeviceActionsScreen) else None
+        keys = [current] if current_only else sorted(self.model.devices)
+        for key in keys:
+            if key is None:
+                continue
+            who = f"{key[0]}/{key[1]}"
+            out.append((f"Open {who}", "the device screen", partial(self.open_device, key)))
+            if self.readonly:
+                continue
+            for name, (k, label, _op) in MUTATIONS.items():
+                out.append((f"{label} {who}", f"key {k}", partial(self.request, name, key)))
+        return out

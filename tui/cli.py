@@ -1,0 +1,51 @@
+"""``distrl tui`` (and ``python -m tui``): watch and operate farms over MQTT.
+
+The farm's CLI finds this command through the ``distrl.commands`` entry-point group,
+so ``farm`` never imports ``tui``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from distrl_sdk.wire import topics
+
+__all__ = ["main", "tui"]
+
+DEFAULT_BROKER = "mqtt://127.0.0.1:1883"
+
+
+@click.command("tui", context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--broker", default=DEFAULT_BROKER, show_default=True, envvar="DISTRL_BROKER",
+              help="MQTT broker URL: mqtt://[user[:pass]@]host[:port] or mqtts://… "
+                   "(env DISTRL_BROKER).")
+@click.option("--farm", "farm", default="+", show_default=True,
+              help="Farm id to watch, or + for every farm on the broker.")
+@click.option("--readonly", is_flag=True,
+              help="Watch only: every command (pause, quarantine, run task …) is disabled.")
+@click.option("--thumb-rows", default=4, show_default=True, type=click.IntRange(1, 12),
+              help="Height of the fleet table's thumbnails, in terminal rows.")
+def tui(broker: str, farm: str, readonly: bool, thumb_rows: int) -> None:
+    """Terminal UI for a DistRL farm: live device screens, learner curves, logs.
+
+    Keys: 1 fleet, 2 learner, 3 logs, enter a device, / filter, s sort, ? help,
+    ctrl+p command palette, q quit.
+    """
+    from tui.mqtt_source import MqttSource, parse_broker_url
+
+    try:
+        parse_broker_url(broker)
+        if farm != "+":
+            topics.status(farm, "x")  # the farm id's own checks (characters, reserved ids)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+    if not sys.stdout.isatty():
+        raise click.UsageError("the TUI needs a terminal (stdout is not a TTY)")
+    from tui.app import DistrlTui
+
+    DistrlTui(MqttSource(broker, farm), readonly=readonly, thumb_rows=thumb_rows).run()
+
+
+def main() -> None:
+    tui(prog_name="python -m tui")

@@ -1,0 +1,157 @@
+"""Frame decoding off the UI loop: one thread turns the newest JPEG of each device into
+half-block cells. A frame that arrives before its predecessor was decoded replaces it
+(only the latest per device is ever decoded), so a slow terminal never builds a
+backlog. The UI picks finished pictures up with :meth:`FrameDecoder.take` on its tick."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from distrl_sdk.wire import DeviceFrame
+from tui.imaging import HalfBlock, decode, draw_marks, fit_cells, halfblock, marks_of
+
+__all__ = ["DecoderStats", "FrameDecoder", "FrameJob", "Rendered"]
+
+DeviceKey = tuple[str, str]  # (farm id, device id)
+
+
+@dataclass(frozen=True)
+class FrameJob:
+    key: DeviceKey
+    frame: DeviceFrame
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Rendered:
+    key: DeviceKey
+    frame: DeviceFrame
+    thumb: HalfBlock | None
+    big: HalfBlock | None = None  # only for the device in focus
+    error: str | None = None
+
+
+@dataclass
+class DecoderStats:
+    submitted: int = 0
+    decoded: int = 0
+    coalesced: int = 0  # frames replaced by a newer one before decoding
+    errors: int = 0
+    busy_s: float = field(default=0.0)  # thread CPU time spent decoding
+
+
+class FrameDecoder:
+    """``submit`` from the UI loop, ``take`` on the UI tick; rendering in between runs
+    on a daemon thread that :meth:`stop` joins."""
+
+    def __init__(self, thumb_rows: int = 5, thumb_cols: int = 8,
+                 on_ready: Callable[[], None] | None = None) -> None:
+        self.thumb_rows = thumb_rows
+        self.thumb_cols = thumb_cols
+        self.on_ready = on_ready  # called from the thread after a batch (must be thread-safe)
+        self.stats = DecoderStats()
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = False
+        self._pending: dict[DeviceKey, FrameJob] = {}
+        self._last: dict[DeviceKey, FrameJob] = {}
+        self._done: dict[DeviceKey, Rendered] = {}
+        self._focus: tuple[DeviceKey, int, int] | None = None
+        self._thread: threading.Thread | None = None
+        self._busy = False
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="tui-frames", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self._stop = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def submit(self, job: FrameJob) -> None:
+        with self._lock:
+            if job.key in self._pending:
+                self.stats.coalesced += 1
+            self._pending[job.key] = job
+            self._last[job.key] = job
+            self.stats.submitted += 1
+        self._wake.set()
+
+    def forget(self, key: DeviceKey) -> None:
+        with self._lock:
+            self._pending.pop(key, None)
+            self._last.pop(key, None)
+            self._done.pop(key, None)
+
+    def set_focus(self, key: DeviceKey | None, cols: int = 0, rows: int = 0) -> None:
+        """Also render ``key``'s frames at up to ``cols``×``rows`` cells with the actions
+        drawn (the device screen); its newest frame is re-rendered right away."""
+        with self._lock:
+            self._focus = None if key is None else (key, max(1, cols), max(1, rows))
+            if key is not None and key in self._last and key not in self._pending:
+                self._pending[key] = self._last[key]
+        self._wake.set()
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued and nothing being rendered (tests wait for this)."""
+        with self._lock:
+            return not self._pending and not self._busy
+
+    def take(self) -> dict[DeviceKey, Rendered]:
+        """Pictures finished since the last call (newest per device)."""
+        with self._lock:
+            done, self._done = self._done, {}
+        return done
+
+    def render(self, job: FrameJob, focus: tuple[DeviceKey, int, int] | None) -> Rendered:
+        """One frame → thumbnail (and the large picture when in focus). Public so the
+        tests and the benchmark can time it without the thread."""
+        f = job.frame
+        try:
+            tc, tr = fit_cells(f.width, f.height, self.thumb_cols, self.thumb_rows)
+            want = (tc, 2 * tr)
+            big = None
+            if focus is not None and focus[0] == job.key:
+                bc, br = fit_cells(f.width, f.height, focus[1], focus[2])
+                want = (max(want[0], bc), max(want[1], 2 * br))
+            img = decode(job.data, want)
+            thumb = halfblock(img, tc, tr)
+            if focus is not None and focus[0] == job.key:
+                bimg = img.resize((bc, 2 * br))
+                marks = marks_of(f.actions, f.screen_width, f.screen_height)
+                big = halfblock(draw_marks(bimg, marks), bc, br, resize=False)
+            return Rendered(job.key, f, thumb, big)
+        except Exception as e:  # a corrupt image is shown as an error, never raised
+            return Rendered(job.key, f, None, None, f"{type(e).__name__}: {e}"[:200])
+
+    def _loop(self) -> None:
+        while not self._stop:
+            self._wake.wait(0.5)
+            self._wake.clear()
+            with self._lock:
+                jobs, self._pending = self._pending, {}
+                focus = self._focus
+                self._busy = bool(jobs)
+            if not jobs:
+                continue
+            t0 = time.thread_time()
+            out = [self.render(j, focus) for j in jobs.values()]
+            with self._lock:
+                for r in out:
+                    self._done[r.key] = r
+                    if r.error:
+                        self.stats.errors += 1
+                    else:
+                        self.stats.decoded += 1
+                self.stats.busy_s += time.thread_time() - t0
+                self._busy = False
+            if self.on_ready is not None and not self._stop:
+                self.on_ready()

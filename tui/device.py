@@ -1,0 +1,131 @@
+"""The Device screen (``enter`` on a row, ``esc`` back): the live screen large, in
+half-block cells with the agent's last actions drawn on it (red rings: taps, yellow
+arrows: swipes), the current instruction, the action history and the device's log.
+
+No terminal graphics protocol (Kitty/Sixel) is used: half-block works in every
+terminal, in tmux and in SVG snapshots, and a 1 Hz picture does not need more."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, Static
+
+from tui.base import DeviceActionsScreen
+from tui.decoder import DeviceKey
+from tui.fleet import STATE_STYLE
+from tui.model import DeviceView
+
+__all__ = ["DeviceScreen"]
+
+
+class DeviceScreen(DeviceActionsScreen):
+    DEFAULT_CSS = """
+    DeviceScreen #title { height: 1; background: $primary; padding: 0 1; }
+    DeviceScreen #body { height: 1fr; }
+    DeviceScreen #screen { width: auto; min-width: 20; height: 1fr; padding: 0 1; }
+    DeviceScreen #side { width: 1fr; }
+    DeviceScreen #info { height: auto; border: round $primary; padding: 0 1; }
+    DeviceScreen #history { height: 1fr; border: round $secondary; padding: 0 1; }
+    DeviceScreen #devlog { height: 1fr; border: round $secondary; padding: 0 1; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "Back", tooltip="Back to the fleet")]
+
+    def __init__(self, key: DeviceKey) -> None:
+        super().__init__()
+        self.key = key
+        self._rev = -1
+        self._box = (0, 0)
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="title")
+        with Horizontal(id="body"):
+            yield Static(id="screen")
+            with Vertical(id="side"):
+                yield Static(id="info")
+                yield Static(id="history")
+                yield Static(id="devlog")
+        yield Footer()
+
+    def current_device(self) -> DeviceKey | None:
+        return self.key
+
+    def action_back(self) -> None:
+        self.dismiss()
+
+    def _want_box(self) -> tuple[int, int]:
+        w, h = self.app.size
+        return max(10, min(80, (w - 4) // 2)), max(4, h - 4)
+
+    def on_mount(self) -> None:
+        self._box = self._want_box()
+        self.tui.decoder.set_focus(self.key, *self._box)
+        self.refresh_from_model()
+
+    def on_resize(self) -> None:
+        box = self._want_box()
+        if box != self._box:
+            self._box = box
+            self.tui.decoder.set_focus(self.key, *box)
+
+    def on_unmount(self) -> None:
+        self.tui.decoder.set_focus(None)
+
+    def refresh_from_model(self) -> None:
+        if not self.is_mounted:
+            return
+        dev = self.tui.model.devices.get(self.key)
+        if dev is None or dev.rev == self._rev:
+            return
+        self._rev = dev.rev
+        self.query_one("#title", Static).update(
+            f"[b]{dev.label}[/b] · [{STATE_STYLE.get(dev.state, '')}]{dev.state}[/] · "
+            "esc: back to the fleet")
+        screen = self.query_one("#screen", Static)
+        if dev.big is not None:
+            screen.update(dev.big)
+        elif dev.frame_error:
+            screen.update(Text(f"bad frame:\n{dev.frame_error}", style="red"))
+        else:
+            screen.update(Text("waiting for a frame…", style="dim"))
+        self.query_one("#info", Static).update(self._info(dev))
+        hist = list(dev.actions)[-40:]
+        self.query_one("#history", Static).update(
+            "[b]actions[/b] (newest last)\n" + ("\n".join(hist) if hist else "[dim]none yet[/]"))
+        lines = [f"{datetime.fromtimestamp(ln.at, UTC):%H:%M:%S} {ln.text}"
+                 for ln in list(dev.log)[-40:]]
+        log = Text("device log\n", style="bold")
+        log.append("\n".join(lines) if lines else "empty", style="" if lines else "dim")
+        self.query_one("#devlog", Static).update(log)
+
+    def _info(self, dev: DeviceView) -> Text:
+        s = dev.status
+        t = Text()
+
+        def row(name: str, value: str, style: str = "") -> None:
+            t.append(f"{name:<12}", style="dim")
+            t.append(value + "\n", style=style)
+
+        row("state", dev.state, STATE_STYLE.get(dev.state, ""))
+        if s is not None:
+            row("detail", s.detail or "-")
+            row("task", s.task or "-")
+            row("instruction", s.instruction or "-", "italic")
+            row("step", "-" if s.step is None else str(s.step))
+            row("return", "-" if s.episode_return is None else f"{s.episode_return:.3f}")
+            row("episodes", str(s.episodes))
+            row("policy", "-" if s.policy_version is None else f"v{s.policy_version}")
+            row("battery", "-" if s.battery is None else f"{s.battery}%")
+            row("temperature", "-" if s.temperature_c is None else f"{s.temperature_c:.1f} °C")
+            row("kind", s.kind or "-")
+        f = dev.frame
+        if f is not None:
+            row("screen", f"{f.screen_width}x{f.screen_height} (frame {f.width}x{f.height})")
+        t.rstrip()
+        return t

@@ -1,0 +1,103 @@
+"""The Learner screen: one sparkline per learner scalar (success rate, returns, losses,
+entropy, policy lag, replay size, trajectories/min …) with its latest value and range,
+plus the published policy pointer and each farm's own metrics."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Footer, Label, Sparkline, Static
+
+from tui.base import AppScreen
+from tui.model import LEARNER_SERIES
+
+__all__ = ["LearnerScreen"]
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.4g}" if abs(v) < 1e5 else f"{v:.3e}"
+
+
+class SeriesRow(Horizontal):
+    """Name and numbers on the left, the sparkline on the right."""
+
+    DEFAULT_CSS = """
+    SeriesRow { height: 3; }
+    SeriesRow Label { width: 40; padding: 1 1 0 1; }
+    SeriesRow Sparkline { width: 1fr; height: 3; }
+    """
+
+    def __init__(self, name: str, title: str, data: list[float] | None = None) -> None:
+        super().__init__(id=f"series-{name}")
+        self.series = name
+        self.title = title
+        self.initial = data or []
+
+    def compose(self) -> ComposeResult:
+        yield Label(f"{self.title}: no data yet")
+        yield Sparkline([], summary_function=max)
+
+    def on_mount(self) -> None:
+        self.show(self.initial)
+
+    def show(self, data: list[float]) -> None:
+        if not data:
+            return
+        self.query_one(Label).update(
+            f"[b]{self.title}[/b] {_fmt(data[-1])}  [dim]min {_fmt(min(data))} "
+            f"max {_fmt(max(data))}[/]")
+        self.query_one(Sparkline).data = data
+
+
+class LearnerScreen(AppScreen):
+    DEFAULT_CSS = """
+    LearnerScreen #title { height: 1; background: $primary; padding: 0 1; }
+    LearnerScreen #summary { height: auto; padding: 0 1; border: round $primary; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._rev = -1
+
+    def compose(self) -> ComposeResult:
+        yield Static("[b]DistRL[/b] learner", id="title")
+        yield Static(id="summary")
+        with VerticalScroll(id="series"):
+            for name, title in LEARNER_SERIES:
+                yield SeriesRow(name, title)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_from_model()
+
+    def refresh_from_model(self) -> None:
+        if not self.is_mounted:
+            return
+        m = self.tui.model
+        if m.learner_rev == self._rev:
+            return
+        self._rev = m.learner_rev
+        rows = {r.series: r for r in self.query(SeriesRow)}
+        box = self.query_one("#series", VerticalScroll)
+        for name in sorted(m.series):
+            if name not in rows:
+                rows[name] = SeriesRow(name, name.replace("_", " "), list(m.series[name]))
+                box.mount(rows[name])
+                continue
+            rows[name].show(list(m.series[name]))
+        parts = []
+        if m.learner_seen is None:
+            parts.append("[dim]no learner metrics yet (topic distrl/v1/learner/metrics)[/]")
+        else:
+            parts.append(f"learner step {m.learner_step if m.learner_step is not None else '-'}"
+                         f" · last update {datetime.fromtimestamp(m.learner_seen, UTC):%H:%M:%S}Z")
+        if m.pointer is not None:
+            p = m.pointer
+            parts.append(f"published policy [b]v{p.version}[/b] ({p.kind}, {p.size} B, "
+                         f"sha256 {p.sha256[:12]}…)")
+        for farm, sc in sorted(m.farm_metrics.items()):
+            vals = "  ".join(f"{k} {_fmt(v)}" for k, v in sorted(sc.items())[:8])
+            parts.append(f"farm [b]{farm}[/b]: {vals}")
+        self.query_one("#summary", Static).update("\n".join(parts))

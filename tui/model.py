@@ -1,0 +1,345 @@
+"""The TUI's state, without Textual: every wire message is parsed here
+(``parse_message`` never raises; garbage is counted and logged) and folded into
+per-device views, learner series and log lines. The UI reads it on its tick and uses
+the ``dirty`` sets to touch only what changed."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from distrl_sdk.wire import (
+    Chunk,
+    Command,
+    CommandResult,
+    DeviceFrame,
+    DeviceStatus,
+    Message,
+    Metrics,
+    PolicyPointer,
+    Rejected,
+    parse_message,
+)
+from tui.decoder import DeviceKey, FrameJob, Rendered
+from tui.imaging import HalfBlock
+
+__all__ = [
+    "LEARNER_SERIES",
+    "SORT_KEYS",
+    "DeviceView",
+    "FleetModel",
+    "LogLine",
+    "StateChange",
+    "Totals",
+    "describe_action",
+]
+
+#: learner scalars with a fixed place on the Learner screen (others are added after)
+LEARNER_SERIES: tuple[tuple[str, str], ...] = (
+    ("success_rate", "success rate"), ("return_mean", "episode return"),
+    ("actor_loss", "actor loss"), ("critic_loss", "critic loss"), ("entropy", "entropy"),
+    ("policy_lag_avg", "policy lag (avg)"), ("policy_lag_max", "policy lag (max)"),
+    ("replay_size", "replay size"), ("traj_per_min", "trajectories / min"),
+    ("version", "policy version"),
+)
+SORT_KEYS = ("device", "state", "task", "step", "return", "battery", "temp", "policy")
+#: transitions worth a pop-up; busy ↔ ready churn only goes to the log
+_NOTIFY_STATES = {"offline", "quarantined", "paused"}
+_STATE_ORDER = {s: i for i, s in enumerate(
+    ("busy", "ready", "preparing", "paused", "quarantined", "offline", "unknown"))}
+
+
+def _natural(key: DeviceKey) -> tuple[tuple[int | str, ...], ...]:
+    """``sim-2`` before ``sim-10``: digit runs compare as numbers."""
+    return tuple(tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", part))
+                 for part in key)
+
+
+@dataclass(frozen=True)
+class LogLine:
+    at: float
+    level: str  # info | warning | error
+    text: str
+    device: DeviceKey | None = None
+
+
+@dataclass(frozen=True)
+class StateChange:
+    key: DeviceKey
+    old: str
+    new: str
+    detail: str | None
+
+
+@dataclass(frozen=True)
+class Totals:
+    total: int = 0
+    online: int = 0
+    busy: int = 0
+    paused: int = 0
+    quarantined: int = 0
+    error: int = 0  # offline (lost or last will) or reporting an error
+
+
+def describe_action(a: dict[str, Any] | None) -> str:
+    """A short human line for a distrl_sdk.actions JSON dict."""
+    if not a:
+        return "-"
+    kind = str(a.get("action_type") or a.get("kind") or "?")
+    args = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v!r}"
+                     for k, v in a.items() if k not in ("action_type", "kind"))
+    return f"{kind}({args})" if args else kind
+
+
+@dataclass
+class DeviceView:
+    key: DeviceKey
+    status: DeviceStatus | None = None
+    frame: DeviceFrame | None = None
+    thumb: HalfBlock | None = None
+    big: HalfBlock | None = None
+    frame_error: str | None = None
+    last_seen: float = 0.0
+    rev: int = 0  # bumped on every change; screens compare it with what they show
+    status_actions: bool = False  # its statuses carry last_action (the history's source)
+    actions: deque[str] = field(default_factory=lambda: deque(maxlen=100))
+    log: deque[LogLine] = field(default_factory=lambda: deque(maxlen=300))
+    _last_action_step: tuple[int | None, int | None] | None = None
+
+    @property
+    def state(self) -> str:
+        return self.status.state if self.status is not None else "unknown"
+
+    @property
+    def label(self) -> str:
+        return f"{self.key[0]}/{self.key[1]}"
+
+    def haystack(self) -> str:
+        s = self.status
+        parts = [self.key[0], self.key[1], self.state]
+        if s is not None:
+            parts += [s.task or "", s.kind or "", s.detail or "", s.instruction or ""]
+        return " ".join(parts).lower()
+
+    def sort_value(self, key: str) -> tuple[Any, ...]:
+        s = self.status
+        missing = float("inf")
+        if key == "state":
+            return (0, _STATE_ORDER.get(self.state, 9), _natural(self.key))
+        if s is None:
+            return (1, 0, _natural(self.key))
+        val: Any = {
+            "task": s.task or "~",
+            "step": -(s.step or 0),
+            "return": -(s.episode_return if s.episode_return is not None else -missing),
+            "battery": s.battery if s.battery is not None else missing,
+            "temp": -(s.temperature_c if s.temperature_c is not None else -missing),
+            "policy": -(s.policy_version if s.policy_version is not None else -1),
+        }.get(key, "")
+        return (0, val, _natural(self.key))
+
+
+class FleetModel:
+    """Folds wire messages into state. ``clock`` is injectable so tests are repeatable."""
+
+    def __init__(self, clock: Callable[[], float] = time.time, *, history: int = 300,
+                 max_logs: int = 2000) -> None:
+        self.clock = clock
+        self.devices: dict[DeviceKey, DeviceView] = {}
+        self.logs: deque[LogLine] = deque(maxlen=max_logs)
+        self.garbage: Counter[str] = Counter()
+        self.series: dict[str, deque[float]] = {}
+        self.learner_step: int | None = None
+        self.learner_seen: float | None = None
+        self.farm_metrics: dict[str, dict[str, float]] = {}
+        self.pointer: PolicyPointer | None = None
+        self.sent: dict[str, tuple[str, Command]] = {}  # command id → (farm, command)
+        self.results: dict[str, CommandResult] = {}
+        self.connected = False
+        self.messages = 0
+        self._history = history
+        # change counters: each screen remembers what it has shown and compares
+        self.membership_rev = 0  # devices added, or a state changed (rows may move)
+        self.learner_rev = 0
+        self.log_total = 0  # log lines ever appended
+        self.changes: list[StateChange] = []
+        self.notices: list[tuple[str, str]] = []  # (severity, text) for pop-ups; the app
+        # drains it
+
+    # -------------------------------------------------------------- logging
+    def log(self, level: str, text: str, device: DeviceKey | None = None) -> None:
+        line = LogLine(self.clock(), level, text, device)
+        self.logs.append(line)
+        self.log_total += 1
+        if device is not None and device in self.devices:
+            dev = self.devices[device]
+            dev.log.append(line)
+            dev.rev += 1
+
+    def connection(self, connected: bool, detail: str) -> None:
+        if connected != self.connected or detail:
+            self.log("info" if connected else "warning", detail or
+                     ("connected" if connected else "disconnected"))
+        if connected != self.connected:
+            self.notices.append(("information" if connected else "warning",
+                                 detail or ("connected" if connected else "disconnected")))
+        self.connected = connected
+
+    # -------------------------------------------------------------- ingest
+    def ingest(self, topic: str, payload: bytes) -> FrameJob | None:
+        """One raw MQTT message. Returns a decode job for frames, else ``None``."""
+        self.messages += 1
+        parsed = parse_message(topic, payload)
+        if isinstance(parsed, Rejected):
+            self._garbage(topic, parsed.reason.value, parsed.detail)
+            return None
+        if isinstance(parsed, Chunk):  # not subscribed to; someone published oddly
+            self._garbage(topic, "unexpected_chunk", "")
+            return None
+        return self._apply(parsed)
+
+    def _garbage(self, topic: str, reason: str, detail: str) -> None:
+        self.garbage[reason] += 1
+        self.log("error", f"rejected message on {topic[:120]}: {reason} {detail[:160]}".rstrip())
+
+    def _device(self, key: DeviceKey) -> DeviceView:
+        dev = self.devices.get(key)
+        if dev is None:
+            dev = self.devices[key] = DeviceView(key)
+            self.membership_rev += 1
+        return dev
+
+    def _apply(self, msg: Message) -> FrameJob | None:
+        t, body = msg.topic, msg.body
+        farm = t.farm_id or msg.envelope.farm_id or "?"
+        if isinstance(body, DeviceStatus) and t.kind == "status":
+            self._status((farm, body.device_id), body)
+        elif isinstance(body, DeviceFrame):
+            key = (farm, body.device_id)
+            dev = self._device(key)
+            dev.last_seen = self.clock()
+            if not dev.status_actions:  # statuses name each step's action; frames only
+                self._actions(dev, body.actions, body.step)  # when a source sends none
+            return FrameJob(key, body, msg.data or b"")
+        elif isinstance(body, Metrics) and t.kind == "learner_metrics":
+            self._learner(body)
+        elif isinstance(body, Metrics):
+            self.farm_metrics[farm] = dict(body.scalars)
+            self.learner_rev += 1
+        elif isinstance(body, CommandResult):
+            self._result(farm, body)
+        elif isinstance(body, PolicyPointer):
+            self.pointer = body
+            self.learner_rev += 1
+            self.log("info", f"policy v{body.version} published ({body.size} B, {body.kind})")
+        return None
+
+    def _status(self, key: DeviceKey, st: DeviceStatus) -> None:
+        dev = self._device(key)
+        old = dev.state
+        old_detail = dev.status.detail if dev.status is not None else None
+        dev.status = st
+        dev.last_seen = self.clock()
+        dev.rev += 1
+        if old != st.state:
+            self.membership_rev += 1  # the state may move the row (sort, filter)
+            ch = StateChange(key, old, st.state, st.detail)
+            self.changes.append(ch)
+            lvl = "warning" if st.state in ("offline", "quarantined") else "info"
+            self.log(lvl, f"{dev.label}: {old} → {st.state}"
+                          + (f" ({st.detail})" if st.detail else ""), key)
+            if st.state in _NOTIFY_STATES or old in _NOTIFY_STATES:
+                sev = "warning" if st.state in ("offline", "quarantined") else "information"
+                self.notices.append((sev, f"{dev.label}: {old} → {st.state}"))
+        elif st.detail and st.detail != old_detail:
+            self.log("info", f"{dev.label}: {st.detail}", key)
+        if st.last_action is not None:
+            dev.status_actions = True
+            self._actions(dev, [st.last_action], st.step)
+
+    def _actions(self, dev: DeviceView, actions: Iterable[dict[str, Any]],
+                 step: int | None) -> None:
+        acts = list(actions)
+        if not acts:
+            return
+        marker = (dev.status.episodes if dev.status else None, step)
+        if step is not None and marker == dev._last_action_step:
+            return  # the status and the frame of one step both carry its action
+        dev._last_action_step = marker
+        prefix = f"#{step} " if step is not None else ""
+        dev.actions.append(prefix + describe_action(acts[-1]))
+        dev.rev += 1
+
+    def _learner(self, m: Metrics) -> None:
+        for name, val in m.scalars.items():
+            q = self.series.get(name)
+            if q is None:
+                q = self.series[name] = deque(maxlen=self._history)
+            q.append(float(val))
+        self.learner_step = m.step
+        self.learner_seen = self.clock()
+        self.learner_rev += 1
+
+    def _result(self, farm: str, r: CommandResult) -> None:
+        self.results[r.command_id] = r
+        sent = self.sent.get(r.command_id)
+        what = sent[1].op if sent else "command"
+        key = (farm, r.device_id)
+        text = f"{what} on {farm}/{r.device_id}: {'ok' if r.ok else 'FAILED'}" + (
+            f" ({r.detail})" if r.detail else "")
+        self.log("info" if r.ok else "error", text, key if key in self.devices else None)
+        self.notices.append(("information" if r.ok else "error", text))
+
+    def record_sent(self, farm: str, cmd: Command) -> None:
+        self.sent[cmd.id] = (farm, cmd)
+        args = f" {cmd.args}" if cmd.args else ""
+        self.log("info", f"sent {cmd.op} to {farm}/{cmd.device_id}{args}", (farm, cmd.device_id))
+
+    def apply_rendered(self, r: Rendered) -> None:
+        dev = self.devices.get(r.key)
+        if dev is None:
+            return
+        dev.frame = r.frame
+        if r.error:
+            if dev.frame_error != r.error:
+                self.log("error", f"{dev.label}: bad frame: {r.error}", r.key)
+            dev.frame_error = r.error
+            self.garbage["bad_image"] += 1
+        else:
+            dev.frame_error = None
+            dev.thumb = r.thumb
+            if r.big is not None:
+                dev.big = r.big
+        dev.rev += 1
+
+    # -------------------------------------------------------------- views
+    def totals(self) -> Totals:
+        c = Counter(d.state for d in self.devices.values())
+        errors = sum(1 for d in self.devices.values()
+                     if d.state != "offline" and d.status is not None and d.status.detail
+                     and d.status.detail.lower().startswith("error"))
+        return Totals(total=len(self.devices),
+                      online=sum(n for s, n in c.items() if s not in ("offline", "unknown")),
+                      busy=c["busy"], paused=c["paused"], quarantined=c["quarantined"],
+                      error=c["offline"] + errors)
+
+    def visible(self, query: str = "", sort: str = "device", reverse: bool = False
+                ) -> list[DeviceKey]:
+        """Device keys matching ``query`` (space-separated words, all must match; a
+        ``!word`` must not) in ``sort`` order."""
+        words = query.lower().split()
+        keys = []
+        for k, d in self.devices.items():
+            hay = d.haystack()
+            if all((w[1:] not in hay) if w.startswith("!") and len(w) > 1 else (w in hay)
+                   for w in words):
+                keys.append(k)
+        if sort == "device":
+            keys.sort(key=_natural, reverse=reverse)
+        else:
+            keys.sort(key=lambda k: self.devices[k].sort_value(sort), reverse=reverse)
+        return keys
