@@ -43,17 +43,23 @@ def demo(phones: int, headless: bool, duration: float | None, as_json: bool, run
 
     if as_json and not headless:
         raise click.UsageError("--json needs --headless")
+    if not headless and not (sys.stdin.isatty() and sys.stdout.isatty()):
+        err_console.print("no terminal to draw the TUI on: running --headless")
+        headless = True
     cfg = DemoConfig(phones=phones, duration_s=duration, headless=headless, run_dir=run_dir,
                      tasks=tasks, algo=algo, seed=seed)
 
     def say(line: str) -> None:
         if not as_json:
-            err_console.print(line, markup=False, highlight=False)
+            with contextlib.suppress(OSError):  # a closed terminal must not stop the shutdown
+                err_console.print(line, markup=False, highlight=False)
 
     async def main() -> object:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        # SIGHUP too: closing the terminal (or tmux window) must not orphan the children,
+        # which run in their own sessions and so never see the hangup themselves
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, stop.set)
         return await run_demo(cfg, say, stop=stop)

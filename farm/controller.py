@@ -11,14 +11,21 @@ episode id as the trajectory id so a redelivery dedupes) into the spooling
 retained :class:`~distrl_sdk.wire.DeviceStatus`.
 
 Live view (for the TUI): while an episode runs, the device's retained status also
-carries the task, instruction, step, return so far, newest action, battery and
-temperature (from the heartbeat's health probe), coalesced to at most ``status_hz``
-per device: a step only marks the device dirty (a few attribute writes on the hot
-path); one loop publishes the dirty ones. Thumbnails (``frames_hz`` > 0) come from a
-task per device that, at most ``frames_hz`` times a second, takes a screenshot — only
-while someone could watch (the command connection to the broker is up), the device is
-busy and its screen has moved on by a step — shrinks it to ``frame_width`` px JPEG in a
-worker thread and publishes it with the newest actions in pixels (QoS 0, not retained).
+carries the task, instruction, step, return so far (the final score included once
+evaluated), newest action, battery and temperature (from the heartbeat's health probe),
+coalesced to at most ``status_hz`` per device: a step only marks the device dirty (a few
+attribute writes on the hot path); one loop publishes the dirty ones. The busy ↔ ready
+churn between episodes is coalesced the same way (other transitions — paused, offline,
+quarantined … — go out at once): with fast episodes (sim phones finish several a second)
+the immediate ``leased``/``released`` statuses, sent before the first step, would
+otherwise replace the live one within milliseconds, and a watcher would hardly ever see
+a step or a return. An episode that ends before any status showed it gets one final busy
+status (its last step and return, detail ``episode over``), so every episode is seen at
+least once. Thumbnails (``frames_hz`` > 0) come from a task per device that, at most
+``frames_hz`` times a second, takes a screenshot — only while someone could watch (the
+command connection to the broker is up), the device is busy and its screen has moved on
+by a step — shrinks it to ``frame_width`` px JPEG in a worker thread and publishes it
+with the newest actions in pixels (QoS 0, not retained).
 A thumbnail costs ~15 ms of CPU (reading a 10 MB raw frame, shrinking, encoding), so
 ``frames_total_hz`` caps the farm's thumbnails per second whatever the device count:
 with many devices each one's thumbnails just come less often.
@@ -87,6 +94,10 @@ _WIRE_STATE = {
     DeviceState.QUARANTINED: "quarantined",
     DeviceState.PAUSED: "paused",
 }
+
+
+#: the churn between episodes, coalesced into the live status updates
+_CHURN = frozenset({DeviceState.BUSY, DeviceState.READY})
 
 
 def status_of(state: DeviceState) -> str:
@@ -214,6 +225,7 @@ class _Live:
     screen: tuple[int, int] = (1, 1)
     actions: deque[Any] = field(default_factory=lambda: deque(maxlen=8))
     framed_step: int | None = -1  # the step of the last thumbnail sent
+    published: bool = False  # a status has shown this episode
 
 
 class _LivePolicy:
@@ -267,7 +279,16 @@ class _LiveProvider:
                 live.episode_return += float(r)
             return r
 
+        is_successful = task.is_successful
+
+        async def scored(dev: Device, traj: Trajectory) -> float:
+            score = await is_successful(dev, traj)
+            if isinstance(score, int | float):  # the episode's final reward: the return
+                live.episode_return += float(score)  # so the last status shows it all
+            return score
+
         task.step_reward = counted  # type: ignore[method-assign,assignment]  # this instance
+        task.is_successful = scored  # type: ignore[method-assign,assignment]
         touch()
         return PolicyChoice(_LivePolicy(choice.policy, live, touch), choice.version)
 
@@ -295,6 +316,7 @@ class FarmController:
         self.status_updates = 0  # live (coalesced) status publishes
         self._live: dict[str, _Live] = {}
         self._dirty: set[str] = set()
+        self._pending: dict[str, str] = {}  # serial → detail of a coalesced busy/ready change
         self._framers: dict[str, asyncio.Task[None]] = {}
         self._frame_next = 0.0  # loop time of the farm's next thumbnail slot
         self._status_tasks: set[asyncio.Task[None]] = set()
@@ -316,10 +338,15 @@ class FarmController:
     def spool_depth(self) -> int:
         return len(self.publisher.spool)
 
-    def _status(self, serial: str, state: DeviceState, detail: str | None) -> DeviceStatus:
+    def _status(self, serial: str, state: DeviceState, detail: str | None,
+                live: _Live | None = None) -> DeviceStatus:
+        """``live``: the episode to show (default: the device's running one, if busy)."""
         md: ManagedDevice | None = self.registry.devices.get(serial) if self.registry else None
         h = md.health if md is not None else None
-        live = self._live.get(serial) if state is DeviceState.BUSY else None
+        if live is None and state is DeviceState.BUSY:
+            live = self._live.get(serial)
+        if live is not None:
+            live.published = True
         kind = "sim" if serial in self.config.sim_devices else (
             md.transport.value if md is not None else None)
         if md is not None and md.paused and state is DeviceState.BUSY:
@@ -343,27 +370,50 @@ class FarmController:
         except Exception:
             log.exception("status publish failed for %s", serial)
 
-    def _on_change(self, change: StateChanged) -> None:
-        detail = f"{change.event}: {change.reason}" if change.reason else change.event
-        if change.state is not DeviceState.BUSY:
-            self._live.pop(change.serial, None)  # the episode is over
-            self._dirty.discard(change.serial)
-        elif self.config.frames_hz > 0 and change.serial not in self._framers:
-            self._framers[change.serial] = asyncio.get_running_loop().create_task(
-                self._frames(change.serial), name=f"frames:{change.serial}")
-        t = asyncio.get_running_loop().create_task(
-            self._publish_status(change.serial, change.state, detail))
+    async def _send_status(self, status: DeviceStatus) -> None:
+        try:
+            await self.publisher.set_status(status)
+        except Exception:
+            log.exception("status publish failed for %s", status.device_id)
+
+    def _spawn(self, coro: Any) -> None:
+        t = asyncio.get_running_loop().create_task(coro)
         self._status_tasks.add(t)
         t.add_done_callback(self._status_tasks.discard)
+
+    def _on_change(self, change: StateChanged) -> None:
+        serial = change.serial
+        detail = f"{change.event}: {change.reason}" if change.reason else change.event
+        if change.state is not DeviceState.BUSY:
+            live = self._live.pop(serial, None)  # the episode is over
+            self._dirty.discard(serial)
+            if live is not None and not live.published:  # never shown: its final state
+                self._spawn(self._send_status(
+                    self._status(serial, DeviceState.BUSY, "episode over", live)))
+        elif self.config.frames_hz > 0 and serial not in self._framers:
+            self._framers[serial] = asyncio.get_running_loop().create_task(
+                self._frames(serial), name=f"frames:{serial}")
+        if (self.config.status_hz > 0 and change.previous in _CHURN
+                and change.state in _CHURN):
+            self._pending[serial] = detail  # the status loop publishes it (coalesced)
+            self._dirty.add(serial)
+            return
+        self._pending.pop(serial, None)  # this state supersedes a coalesced one
+        self._spawn(self._publish_status(serial, change.state, detail))
 
     async def _publish_snapshot(self) -> None:
         if self.registry is None:
             return
+        self._dirty.clear()
+        self._pending.clear()
+        if self._status_tasks:  # statuses already under way go out first, not after
+            await asyncio.gather(*list(self._status_tasks), return_exceptions=True)
         for v in self.registry.snapshot():
             await self._publish_status(v.serial, v.state, v.event)
 
     async def _status_loop(self) -> None:
-        """Publish the dirty busy devices, at most ``status_hz`` times a second each."""
+        """Publish the dirty devices (a step taken, or a coalesced busy ↔ ready change) as
+        they are now, at most ``status_hz`` times a second each."""
         period = 1.0 / self.config.status_hz
         while True:
             await asyncio.sleep(period)
@@ -372,10 +422,17 @@ class FarmController:
             dirty, self._dirty = self._dirty, set()
             for serial in dirty:
                 md = self.registry.devices.get(serial)
-                if md is None or md.state is not DeviceState.BUSY or serial not in self._live:
+                pending = self._pending.pop(serial, None)
+                if md is None:
+                    continue
+                if md.state is DeviceState.BUSY and serial in self._live:
+                    detail = "episode running"
+                elif pending is None or md.state not in _CHURN:
                     continue  # its state change published the last word already
+                else:
+                    detail = pending
                 self.status_updates += 1
-                await self._publish_status(serial, md.state, "episode running")
+                await self._publish_status(serial, md.state, detail)
 
     async def _frames(self, serial: str) -> None:
         """One device's thumbnails: at most ``frames_hz``, only when worth looking at."""

@@ -27,11 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from distrl_sdk.wire import DeviceStatus, Message, Metrics, parse_message, topics
+from distrl_sdk.wire import FARM_STATUS_ID, DeviceStatus, Message, Metrics, parse_message, topics
 
 __all__ = ["DemoConfig", "DemoSummary", "run_demo"]
 
 Say = Callable[[str], None]
+#: the farm publishes its own retained status under this device id (Publisher's default
+#: ``controller_id``): the farm's broker link, not a device
 
 
 @dataclass
@@ -127,6 +129,14 @@ class _Child:
         return await p.wait()
 
 
+def _write_pids(path: Path, children: list[_Child]) -> None:
+    """Who runs this demo (for scripts and tests checking that nothing outlives it)."""
+    pids: dict[str, int | None] = {"demo": os.getpid()}
+    pids.update({c.name: c.pid for c in children})
+    with contextlib.suppress(OSError):
+        path.write_text(json.dumps(pids))
+
+
 def _distrl(*args: str) -> list[str]:
     return [sys.executable, "-m", "farm.cli", *args]
 
@@ -143,6 +153,8 @@ class _Watcher:
         s = self.s
         if isinstance(msg.body, DeviceStatus):
             st = msg.body
+            if st.device_id == FARM_STATUS_ID:
+                return  # the farm's own link status, not a phone
             s.devices[st.device_id] = st.state
             self.episodes_by_device[st.device_id] = st.episodes
             self._episodes(sum(self.episodes_by_device.values()))
@@ -226,6 +238,8 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
     farm = _Child("farm", _distrl(
         "farm", "up", "--broker", broker.url, "--sim", str(cfg.phones), "--policy", "learned",
         "--farm-id", "demo", "--spool", str(run_dir / "spool"), "--seed", str(cfg.seed),
+        # unacked trajectories stay in the spool on disk; the demo does not wait long
+        "--flush-timeout", "5",
         *task_args), logs / "farm.log")
     children = [learner, farm]
     watcher = _Watcher(summary, t0)
@@ -240,6 +254,7 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
             tui = _Child("tui", [sys.executable, "-m", "tui", "--broker", broker.url,
                                  "--farm", "+"], None)
             await tui.start()
+        _write_pids(logs / "pids.json", [learner, farm, *([tui] if tui else [])])
         next_line = 0.0
         while not stop.is_set():
             elapsed = time.monotonic() - t0

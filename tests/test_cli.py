@@ -45,9 +45,10 @@ def free_port_run(n: int) -> int:
 
 
 @pytest.mark.parametrize("args", [
-    [], ["sim"], ["sim", "up"], ["sim", "down"], ["sim", "status"], ["sim", "fault"], ["sim", "tour"], ["demo"],
-    ["tasks"], ["tasks", "list"], ["tasks", "show"], ["tasks", "validate"], ["tasks", "run"],
-    ["broker"],
+    [], ["sim"], ["sim", "up"], ["sim", "down"], ["sim", "status"], ["sim", "fault"],
+    ["sim", "tour"], ["demo"], ["tasks"], ["tasks", "list"], ["tasks", "show"],
+    ["tasks", "validate"], ["tasks", "run"], ["broker"], ["farm", "up"], ["learner"],
+    ["deploy"], ["config", "show"], ["tui"],
 ])
 def test_help_at_every_level(args: list[str]) -> None:
     proc = distrl(*args, "--help")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
+from rich.markup import escape
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -29,7 +30,8 @@ STATE_STYLE = {"busy": "bold green", "ready": "cyan", "preparing": "blue",
 #: (column key, title, width); the thumbnail's width comes from the app
 COLUMNS: tuple[tuple[str, str, int], ...] = (
     ("device", "device", 22), ("state", "state", 12), ("task", "task / instruction", 30),
-    ("step", "step", 5), ("return", "return", 7), ("battery", "batt", 5),
+    ("step", "step", 5), ("return", "return", 7), ("episodes", "episodes", 8),
+    ("battery", "batt", 5),
     ("temp", "temp", 6), ("policy", "policy", 6), ("updated", "updated", 9),
 )
 
@@ -157,6 +159,7 @@ class FleetScreen(DeviceActionsScreen):
             "thumb": thumb, "device": dev_cell, "state": state, "task": task,
             "step": _fmt_num(s.step if s else None, "d"),
             "return": _fmt_num(s.episode_return if s else None, ".2f"),
+            "episodes": _fmt_num(s.episodes if s else None, "d"),
             "battery": "-" if s is None or s.battery is None else f"{s.battery}%",
             "temp": "-" if s is None or s.temperature_c is None else f"{s.temperature_c:.0f}°C",
             "policy": "-" if s is None or s.policy_version is None else f"v{s.policy_version}",
@@ -186,16 +189,34 @@ class FleetScreen(DeviceActionsScreen):
                     t.update_row(key, self._row(dev))
         self._draw_bars(len(order))
 
+    def _learner_part(self) -> str:
+        """The learner's headline (success rate, policy version) once it reports."""
+        m = self.tui.model
+        sr, ver = m.learner_latest("success_rate"), m.learner_latest("version")
+        if sr is None and ver is None:
+            return ""
+        parts = []
+        if sr is not None:
+            parts.append(f"success [b]{100 * sr:.0f} %[/]")
+        if ver is not None:
+            parts.append(f"policy v{ver:.0f}")
+        return " · ".join(parts) + " │ "
+
     def _draw_bars(self, shown: int) -> None:
         tui = self.tui
         tot = tui.model.totals()
         link = "[green]● connected[/]" if tui.model.connected else "[red]● disconnected[/]"
-        title = (f"[b]DistRL[/b] fleet · {tui.source.description} · {link}"
+        farms = "".join(f" · farm {escape(f)} "
+                        + ("[green]● up[/]" if up else "[red]● offline[/]")
+                        for f, up in tui.model.farm_links())
+        title = (f"[b]DistRL[/b] fleet · {tui.source.description} · {link}{farms}"
                  + (" · [yellow]READ-ONLY[/]" if tui.readonly else ""))
         bad = sum(tui.model.garbage.values())
-        line = (f"devices {tot.total} (shown {shown}) │ [green]online {tot.online}[/] │ "
+        hidden = f" (shown {shown})" if shown != tot.total else ""
+        line = (f"devices {tot.total}{hidden} │ [green]online {tot.online}[/] │ "
                 f"busy {tot.busy} │ paused {tot.paused} │ "
                 f"[magenta]quarantined {tot.quarantined}[/] │ [red]error {tot.error}[/] │ "
+                f"[b]episodes {tot.episodes}[/] │ {self._learner_part()}"
                 f"sort {self.sort_key}{' ↓' if self.reverse else ''}"
                 + (f" │ filter '{self.query_text}'" if self.query_text else "")
                 + (f" │ [red]rejected {bad}[/]" if bad else "")

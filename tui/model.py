@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from distrl_sdk.wire import (
+    FARM_STATUS_ID,
     Chunk,
     Command,
     CommandResult,
@@ -28,6 +29,7 @@ from tui.decoder import DeviceKey, FrameJob, Rendered
 from tui.imaging import HalfBlock
 
 __all__ = [
+    "FARM_STATUS_ID",
     "LEARNER_SERIES",
     "SORT_KEYS",
     "DeviceView",
@@ -46,9 +48,15 @@ LEARNER_SERIES: tuple[tuple[str, str], ...] = (
     ("replay_size", "replay size"), ("traj_per_min", "trajectories / min"),
     ("version", "policy version"),
 )
-SORT_KEYS = ("device", "state", "task", "step", "return", "battery", "temp", "policy")
+SORT_KEYS = ("device", "state", "task", "step", "return", "episodes", "battery", "temp",
+             "policy")
+#: the device id under which a farm publishes its own retained status (ready while its
+#: broker connection is up, ``offline`` as its last will): farm.transport.Publisher's
+#: default ``controller_id``. It is the farm's link, not a device.
 #: transitions worth a pop-up; busy ↔ ready churn only goes to the log
 _NOTIFY_STATES = {"offline", "quarantined", "paused"}
+#: details a farm sends with every live update: not worth a log line each
+_ROUTINE_DETAILS = {"episode running", "episode over"}
 _STATE_ORDER = {s: i for i, s in enumerate(
     ("busy", "ready", "preparing", "paused", "quarantined", "offline", "unknown"))}
 
@@ -83,6 +91,7 @@ class Totals:
     paused: int = 0
     quarantined: int = 0
     error: int = 0  # offline (lost or last will) or reporting an error
+    episodes: int = 0  # finished episodes, summed over the devices' statuses
 
 
 def describe_action(a: dict[str, Any] | None) -> str:
@@ -136,6 +145,7 @@ class DeviceView:
             "task": s.task or "~",
             "step": -(s.step or 0),
             "return": -(s.episode_return if s.episode_return is not None else -missing),
+            "episodes": -s.episodes,
             "battery": s.battery if s.battery is not None else missing,
             "temp": -(s.temperature_c if s.temperature_c is not None else -missing),
             "policy": -(s.policy_version if s.policy_version is not None else -1),
@@ -156,6 +166,7 @@ class FleetModel:
         self.learner_step: int | None = None
         self.learner_seen: float | None = None
         self.farm_metrics: dict[str, dict[str, float]] = {}
+        self.farms: dict[str, DeviceStatus] = {}  # farm id → its own (controller) status
         self.pointer: PolicyPointer | None = None
         self.sent: dict[str, tuple[str, Command]] = {}  # command id → (farm, command)
         self.results: dict[str, CommandResult] = {}
@@ -217,8 +228,11 @@ class FleetModel:
         t, body = msg.topic, msg.body
         farm = t.farm_id or msg.envelope.farm_id or "?"
         if isinstance(body, DeviceStatus) and t.kind == "status":
-            self._status((farm, body.device_id), body)
-        elif isinstance(body, DeviceFrame):
+            if body.device_id == FARM_STATUS_ID:
+                self._farm_status(farm, body)
+            else:
+                self._status((farm, body.device_id), body)
+        elif isinstance(body, DeviceFrame) and body.device_id != FARM_STATUS_ID:
             key = (farm, body.device_id)
             dev = self._device(key)
             dev.last_seen = self.clock()
@@ -238,6 +252,27 @@ class FleetModel:
             self.log("info", f"policy v{body.version} published ({body.size} B, {body.kind})")
         return None
 
+    def _farm_status(self, farm: str, st: DeviceStatus) -> None:
+        old = self.farms.get(farm)
+        self.farms[farm] = st
+        self.membership_rev += 1  # the bars show it
+        if old is None or old.state != st.state:
+            up = st.state != "offline"
+            self.log("info" if up else "warning", f"farm {farm}: "
+                     + ("connected" if up else "offline (its controller left the broker)"))
+            if old is not None:
+                self.notices.append(("information" if up else "warning",
+                                     f"farm {farm}: {'back online' if up else 'offline'}"))
+
+    def farm_links(self) -> list[tuple[str, bool]]:
+        """(farm id, up) per farm that published its own status, in name order."""
+        return [(f, st.state != "offline") for f, st in sorted(self.farms.items())]
+
+    def learner_latest(self, name: str) -> float | None:
+        """The newest value of a learner scalar, or ``None`` before the first."""
+        q = self.series.get(name)
+        return q[-1] if q else None
+
     def _status(self, key: DeviceKey, st: DeviceStatus) -> None:
         dev = self._device(key)
         old = dev.state
@@ -255,7 +290,7 @@ class FleetModel:
             if st.state in _NOTIFY_STATES or old in _NOTIFY_STATES:
                 sev = "warning" if st.state in ("offline", "quarantined") else "information"
                 self.notices.append((sev, f"{dev.label}: {old} → {st.state}"))
-        elif st.detail and st.detail != old_detail:
+        elif st.detail and st.detail != old_detail and st.detail not in _ROUTINE_DETAILS:
             self.log("info", f"{dev.label}: {st.detail}", key)
         if st.last_action is not None:
             dev.status_actions = True
@@ -325,7 +360,9 @@ class FleetModel:
         return Totals(total=len(self.devices),
                       online=sum(n for s, n in c.items() if s not in ("offline", "unknown")),
                       busy=c["busy"], paused=c["paused"], quarantined=c["quarantined"],
-                      error=c["offline"] + errors)
+                      error=c["offline"] + errors,
+                      episodes=sum(d.status.episodes for d in self.devices.values()
+                                   if d.status is not None))
 
     def visible(self, query: str = "", sort: str = "device", reverse: bool = False
                 ) -> list[DeviceKey]:

@@ -26,6 +26,7 @@ from distrl_sdk.wire.codec import (
     verify_payload,
 )
 from distrl_sdk.wire.schemas import (
+    FARM_STATUS_ID,
     SCHEMAS,
     AttachmentRef,
     Command,
@@ -42,6 +43,7 @@ from distrl_sdk.wire.schemas import (
 )
 
 __all__ = [
+    "FARM_STATUS_ID",
     "MAX_CHUNK_BYTES",
     "SCHEMAS",
     "TRAJ_CODEC",

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "FARM_STATUS_ID",
     "SCHEMAS",
     "AttachmentRef",
     "Command",
@@ -100,8 +101,13 @@ class TrajectoryAck(_Model):
     learner_id: str | None = None
 
 
+#: the device id under which a farm publishes its own retained status (last will: offline)
+FARM_STATUS_ID = "controller"
+
+
 class DeviceStatus(_Model):
-    """Retained per device; re-published on every state change and (while busy) each step."""
+    """Retained per device. Paused/offline/quarantined/preparing changes go out at once;
+    busy ↔ ready and per-step progress are coalesced to the farm's ``status_hz``."""
 
     device_id: str = Field(pattern=_ID_PATTERN)
     state: Literal["preparing", "ready", "busy", "offline", "quarantined", "paused"]

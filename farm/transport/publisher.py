@@ -30,6 +30,7 @@ import aiomqtt
 from PIL import Image
 
 from distrl_sdk.wire import (
+    FARM_STATUS_ID,
     MAX_CHUNK_BYTES,
     DeviceStatus,
     FrameOptions,
@@ -77,7 +78,7 @@ class PublisherStats:
 
 class Publisher:
     def __init__(self, url: str, farm_id: str, spool: Spool | str | os.PathLike[str], *,
-                 controller_id: str = "controller", client_id: str | None = None,
+                 controller_id: str = FARM_STATUS_ID, client_id: str | None = None,
                  chunk_bytes: int = MAX_CHUNK_BYTES, frame_opts: FrameOptions | None = None,
                  resend_after_s: float = 30.0, max_inflight: int = 64,
                  backoff: Backoff | None = None, keepalive: int = 15,

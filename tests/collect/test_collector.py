@@ -32,6 +32,10 @@ S = DeviceState
 FAST = LifecycleConfig(heartbeat_s=0.2, reaper_s=1.5, probe_timeout_s=0.5, boot_timeout_s=5,
                        boot_poll_s=0.1, max_failures=3, backoff_min_s=0.1, backoff_max_s=0.4,
                        reconnect_timeout_s=1.0)
+# for tests without faults: a probe slowed by a loaded CI box must not revoke a lease
+STEADY = LifecycleConfig(heartbeat_s=0.5, reaper_s=10, probe_timeout_s=5, boot_timeout_s=10,
+                         boot_poll_s=0.1, max_failures=3, backoff_min_s=0.1, backoff_max_s=0.4,
+                         reconnect_timeout_s=2.0)
 FAST_TASKS = ("settings.wifi_off", "settings.bluetooth_on", "settings.open_display")
 
 
@@ -42,11 +46,13 @@ def tasks() -> list[type[Task]]:
 
 
 @pytest.fixture
-async def registry(sim_background: BackgroundFarm,
+async def registry(request: pytest.FixtureRequest, sim_background: BackgroundFarm,
                    private_adb: PrivateAdbServer) -> AsyncIterator[DeviceRegistry]:
+    """Over the sim phones, with FAST timeouts (``@pytest.mark.steady``: STEADY ones)."""
     assert sim_background.farm is not None
+    config = STEADY if request.node.get_closest_marker("steady") else FAST
     reg = DeviceRegistry(port=private_adb.port, targets=sim_background.farm.serials,
-                         config=FAST, discover=False, device_timeout=3)
+                         config=config, discover=False, device_timeout=3)
     async with reg:
         for s in sim_background.farm.serials:
             await reg.wait_for(s, S.READY, timeout=20)
@@ -73,6 +79,7 @@ def test_sampler_is_seeded_and_weighted(tasks: list[type[Task]]) -> None:
 
 
 @pytest.mark.sim(count=8)
+@pytest.mark.steady
 @pytest.mark.parametrize("mode", ["async", "sync"])
 async def test_modes_collect_every_episode_once(registry: DeviceRegistry,
                                                 tasks: list[type[Task]], mode: Mode,

@@ -12,7 +12,7 @@ from tests.tui.conftest import FARM, NOW, fixed_clock
 from tui import fakefeed as ff
 from tui.decoder import FrameDecoder, FrameJob
 from tui.imaging import decode, draw_marks, fit_cells, halfblock, marks_of
-from tui.model import FleetModel
+from tui.model import FARM_STATUS_ID, FleetModel
 
 
 def model_with(*wires: tuple[str, bytes]) -> FleetModel:
@@ -176,3 +176,38 @@ def test_focused_device_gets_a_large_picture_with_marks() -> None:
     assert plain.big is None and plain.thumb is not None and plain.thumb.rows == 4
     assert big.big is not None and (big.big.cols, big.big.rows) == (27, 30)
     assert decode(ff.screen_jpeg(1)).size == (108, 240)
+
+
+def test_the_farm_status_is_its_link_not_a_device() -> None:
+    m = model_with(ff.status(FARM, "a", "busy", episodes=7),
+                   ff.status(FARM, "b", "ready", episodes=5),
+                   ff.status(FARM, FARM_STATUS_ID, "ready"),
+                   ff.status("lab", FARM_STATUS_ID, "offline"))
+    assert set(m.devices) == {(FARM, "a"), (FARM, "b")}
+    tot = m.totals()
+    assert (tot.total, tot.online, tot.error, tot.episodes) == (2, 2, 0, 12)
+    assert m.farm_links() == [(FARM, True), ("lab", False)]
+    m.notices.clear()
+    m.ingest(*ff.status(FARM, FARM_STATUS_ID, "offline"))
+    assert m.farm_links()[0] == (FARM, False)
+    assert m.notices == [("warning", f"farm {FARM}: offline")]
+    assert "farm farm1: offline" in m.logs[-1].text
+    assert m.totals().total == 2  # its devices keep their rows (their own statuses say)
+
+
+def test_learner_latest_scalars() -> None:
+    m = FleetModel(fixed_clock)
+    assert m.learner_latest("success_rate") is None
+    for i, sr in enumerate((0.1, 0.25, 0.4)):
+        m.ingest(*ff.metrics(i, {"success_rate": sr, "version": float(3 + i)}))
+    assert m.learner_latest("success_rate") == 0.4 and m.learner_latest("version") == 5.0
+
+
+def test_routine_live_details_are_not_logged() -> None:
+    m = model_with(ff.status(FARM, "a", "busy", detail="leased: w0"))
+    n = m.log_total
+    m.ingest(*ff.status(FARM, "a", "busy", detail="episode running", step=1))
+    m.ingest(*ff.status(FARM, "a", "busy", detail="episode over", step=2))
+    assert m.log_total == n
+    m.ingest(*ff.status(FARM, "a", "busy", detail="pausing"))
+    assert m.log_total == n + 1

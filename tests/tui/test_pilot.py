@@ -57,6 +57,34 @@ async def test_fleet_lists_devices_with_thumbnails_and_totals(make_app: App,
             app.model.devices[(FARM, "sim-0")].thumb
         bar = text(fleet(app).query_one("#statusbar", Static))
         assert "devices 4" in bar and "online 4" in bar and "busy 2" in bar
+        assert "episodes 46" in bar  # 10 + 11 + 12 + 13
+        assert "success" not in bar  # no learner yet
+
+
+async def test_bars_show_episodes_learning_and_the_farm_link(make_app: App,
+                                                            source: FakeSource) -> None:
+    app = make_app()
+    async with app.run_test(size=(200, 45)) as pilot:
+        feed_fleet(source, 2)
+        source.push(*ff.status(FARM, "controller", "ready"))
+        source.push(*ff.metrics(1, {"success_rate": 0.125, "version": 4.0, "episodes": 30}))
+        source.push(*ff.metrics(2, {"success_rate": 0.375, "version": 9.0, "episodes": 60}))
+        await app.settle()
+        await pilot.pause()
+        assert table_rows(app) == ["sim-0", "sim-1"]  # the farm itself is no row
+        cells = fleet(app).table.cells
+        assert [str(cells[(FARM, s)]["episodes"]) for s in ("sim-0", "sim-1")] == ["10", "11"]
+        bar = text(fleet(app).query_one("#statusbar", Static))
+        assert "devices 2 " in bar and "episodes 21" in bar
+        assert "success 38 %" in bar and "policy v9" in bar
+        assert f"farm {FARM} ● up" in text(fleet(app).query_one("#title", Static))
+        source.push(*ff.status(FARM, "sim-0", "busy", episodes=12, step=3))
+        source.push(*ff.status(FARM, "controller", "offline"))
+        await app.settle()
+        await pilot.pause()
+        assert "episodes 23" in text(fleet(app).query_one("#statusbar", Static))
+        assert f"farm {FARM} ● offline" in text(fleet(app).query_one("#title", Static))
+        assert str(fleet(app).table.cells[(FARM, "sim-0")]["episodes"]) == "12"
 
 
 async def test_newer_frame_replaces_the_thumbnail(make_app: App, source: FakeSource) -> None:
@@ -85,10 +113,16 @@ async def test_filter_and_sort_keys(make_app: App, source: FakeSource) -> None:
         await pilot.press("enter", "escape")  # back to the table, then clear the filter
         await pilot.pause()
         assert table_rows(app) == ["sim-0", "sim-1", "sim-2", "sim-3"]
-        # s cycles: device → state → task → step → return → battery
+        # s cycles: device → state → task → step → return → episodes → battery
         await pilot.press(*["s"] * 5)
         await pilot.pause()
-        assert fleet(app).sort_key == "battery"
+        assert fleet(app).sort_key == "episodes"
+        assert table_rows(app) == ["sim-3", "sim-2", "sim-1", "sim-0"]  # most first
+        await pilot.press("S", "s")
+        await pilot.pause()
+        assert fleet(app).sort_key == "battery" and fleet(app).reverse
+        await pilot.press("S")
+        await pilot.pause()
         assert table_rows(app) == ["sim-3", "sim-2", "sim-1", "sim-0"]  # lowest first
         await pilot.press("S")
         await pilot.pause()

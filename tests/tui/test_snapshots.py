@@ -28,6 +28,7 @@ def populate(src: FakeSource) -> None:
     src.push(*ff.status(FARM, "sim-4", "quarantined", detail="operator", battery=40))
     src.push(*ff.status("lab", "pixel-7", "offline", detail="heartbeat lost", kind="usb"))
     src.push(*ff.status(FARM, "sim-5", "paused", battery=12, temperature_c=44.5))
+    src.push(*ff.status(FARM, "controller", "ready"))  # the farm's link: in the title
     for i in range(40):
         src.push(*ff.metrics(i, {
             "success_rate": min(1.0, i / 40 + 0.1 * math.sin(i)),
