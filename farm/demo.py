@@ -137,6 +137,25 @@ def _write_pids(path: Path, children: list[_Child]) -> None:
         path.write_text(json.dumps(pids))
 
 
+def learner_toml(algo: str) -> str:
+    """The demo's learner settings: tuned for a UI-tree policy learning from scratch on a
+    small machine (bench/training_efficiency.py measured them; the trainers' own
+    defaults are the paper's, for a pre-trained VLM)."""
+    lag = "max_policy_lag = 1000\nentropy_coef = 0.01\n" if algo == "aride" else ""
+    return (
+        "[learner]\n"
+        "publish_every = 5          # a policy version every 5 updates\n"
+        "max_updates_per_episode = 0.5  # replay-ratio cap: leave the cores to the phones\n"
+        "metrics_every_s = 2.0\n"
+        "success_window = 64\n"
+        "torch_threads = 1\n"
+        "[learner.algo_config]\n"
+        "actor_lr = 1e-3\n"
+        "critic_lr = 1e-3\n"
+        "traj_critic_lr = 1e-3\n"
+        f"{lag}")
+
+
 def _distrl(*args: str) -> list[str]:
     return [sys.executable, "-m", "farm.cli", *args]
 
@@ -231,8 +250,11 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
         task_args += ["--task", name]
     if not cfg.tasks and cfg.tag:
         task_args += ["--tag", cfg.tag]
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "learner.toml").write_text(learner_toml(cfg.algo))
     learner = _Child("learner", _distrl(
-        "learner", "--broker", broker.url, "--run-dir", str(run_dir / "learner"),
+        "learner", "--config", str(run_dir / "learner.toml"), "--broker", broker.url,
+        "--run-dir", str(run_dir / "learner"),
         "--algo", cfg.algo, "--policy", "uitree"),
         logs / "learner.log")
     farm = _Child("farm", _distrl(

@@ -122,6 +122,11 @@ class LearnerConfig(BaseModel):
                           description="Train loop wait for new data when not ready.")
     torch_threads: int | None = Field(None, ge=1,
                                       description="torch intra-op threads (None: default).")
+    max_updates_per_episode: float | None = Field(
+        None, gt=0, description="Replay-ratio cap: at most this many updates per episode "
+                                "received (None: train whenever ready). On a small machine an "
+                                "uncapped learner takes the CPU the phones need and overfits "
+                                "a few hundred episodes.")
 
 
 # ----------------------------------------------------------------------------- episodes
@@ -302,6 +307,7 @@ class LearnerService:
         self.unlearnable: Counter[str] = Counter()
         self.refused: Counter[str] = Counter()  # by the lag bound / the trainer
         self.updates = 0  # in this process
+        self._accepted_here = 0  # episodes accepted in this process (the replay-ratio cap)
         self.published_version = -1
         self.restored_from: Path | None = None
         self.restored: dict[str, Any] = {}  # state right after restore (before new data)
@@ -466,11 +472,12 @@ class LearnerService:
         return (t.version, serialize_weights(t.policy.weights()), t.policy.kind,
                 t.policy.config_dict())
 
-    def _train_step(self, eps: list[EpisodeRecord], publish_after: int) -> _StepResult:
+    def _train_step(self, eps: list[EpisodeRecord], publish_after: int,
+                    may_update: bool = True) -> _StepResult:
         t = self.trainer
         assert t is not None
         res = self._ingest(eps)
-        if t.ready():
+        if may_update and t.ready():
             res.metrics = t.update()
             if t.version >= publish_after:
                 res.blob = self._snapshot_blob()
@@ -539,6 +546,7 @@ class LearnerService:
     def _merge(self, res: _StepResult) -> None:
         self.refused.update(res.refused)
         self.episodes += res.accepted
+        self._accepted_here += res.accepted
         self._replay = res.replay if res.replay is not None else self._replay
         if res.metrics is not None:
             self.updates += 1
@@ -558,8 +566,10 @@ class LearnerService:
             # every publish_every versions (counted from the last snapshot taken, so a slow
             # broker does not make every update serialise weights again)
             last = max(self.published_version, self._snapshot_version)
+            cap = self.config.max_updates_per_episode
+            may_update = cap is None or self.updates < cap * self._accepted_here
             res = await self._on_trainer(self._train_step, eps,
-                                         last + self.config.publish_every)
+                                         last + self.config.publish_every, may_update)
             self._merge(res)
             if res.metrics is None:
                 with contextlib.suppress(TimeoutError):
