@@ -87,6 +87,9 @@ def cmd_test(args: list[str]) -> int:
     say("mypy")
     run(venv_bin("mypy"))
     say("pytest")
+    if not any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in args):
+        # one worker per core, whole files per worker (module-scoped sim farms start once)
+        args = ["-n", "auto", "--dist", "loadfile", *args]
     return run(venv_bin("python"), "-m", "pytest", *args, check=False)
 
 

@@ -89,7 +89,8 @@ def _confirm(report: Any) -> bool:
 @click.option("--guard", "guard_file", type=click.Path(path_type=Path), default=None,
               help="TOML file overriding the guard's defaults.")
 @click.option("--max-steps", type=click.IntRange(1, 10_000), default=None,
-              help="Step limit (default: the guard's, 25).")
+              help="Step limit (default: the guard's, 25; with --task at most the task's own "
+                   "step budget, the one the agent was trained with).")
 @click.option("--max-seconds", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Wall-time limit (default: the guard's, 300 s).")
 @click.option("--on-deny", type=click.Choice(["stop", "skip"]), default="stop",
@@ -145,6 +146,9 @@ def deploy(instruction: str | None, serial: str, policy_spec: str, task_name: st
             raise click.UsageError("give an INSTRUCTION (or --task NAME to use its instruction)")
         instruction = task.instruction
     try:
+        if max_steps is None and task is not None:
+            # the budget the agent was trained with on this task; the guard's still caps it
+            max_steps = min(task.max_steps, load_guard_config(guard_file).max_steps)
         guard = Guard(load_guard_config(guard_file, max_steps=max_steps,
                                         max_seconds=max_seconds))
         policy, policy_name = _make_policy(policy_spec, seed, sample)

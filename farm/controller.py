@@ -25,7 +25,10 @@ least once. Thumbnails (``frames_hz`` > 0) come from a task per device that, at 
 ``frames_hz`` times a second, takes a screenshot — only while someone could watch (the
 command connection to the broker is up), the device is busy and its screen has moved on
 by a step — shrinks it to ``frame_width`` px JPEG in a worker thread and publishes it
-with the newest actions in pixels (QoS 0, not retained).
+with the newest actions in pixels and the compact UI elements of the newest observation
+(QoS 0, not retained). The elements are the ones the policy already saw (a reference
+kept on the step, compacted only when a thumbnail goes out): never an extra UI dump, as
+a device has one UiAutomation client and the CPU is budgeted.
 A thumbnail costs ~15 ms of CPU (reading a 10 MB raw frame, shrinking, encoding), so
 ``frames_total_hz`` caps the farm's thumbnails per second whatever the device count:
 with many devices each one's thumbnails just come less often.
@@ -44,6 +47,7 @@ import json
 import logging
 import time
 from collections import Counter, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,11 +60,13 @@ from distrl_sdk.errors import DistRLError
 from distrl_sdk.policy import Decision, Observation, Policy
 from distrl_sdk.task import Task
 from distrl_sdk.trajectory import Trajectory
+from distrl_sdk.uitree import UIElement
 from distrl_sdk.wire import (
     Command,
     CommandResult,
     DeviceFrame,
     DeviceStatus,
+    compact_elements,
     encode_frame,
     topics,
     trajectory_to_msg,
@@ -224,6 +230,7 @@ class _Live:
     last_action: Any = None
     screen: tuple[int, int] = (1, 1)
     actions: deque[Any] = field(default_factory=lambda: deque(maxlen=8))
+    elements: Sequence[UIElement] = ()  # of the newest observation (a reference, not a copy)
     framed_step: int | None = -1  # the step of the last thumbnail sent
     published: bool = False  # a status has shown this episode
 
@@ -246,6 +253,7 @@ class _LivePolicy:
             live.policy_version = int(out.policy_version)
         live.step, live.last_action, live.screen = observation.step, action, \
             observation.screen_size
+        live.elements = observation.elements
         live.actions.append(action)
         self._touch()
         return out
@@ -450,7 +458,7 @@ class FarmController:
             await self._frame_slot()
             if self._live.get(serial) is not live:
                 continue  # that episode ended while waiting for a slot
-            step = live.step
+            step, elements = live.step, live.elements
             try:
                 w, h, rgba = await md.device.screenshot_rgba()
                 jpeg, tw, th = await asyncio.to_thread(_thumbnail, w, h, rgba,
@@ -458,7 +466,8 @@ class FarmController:
                 del rgba
                 frame = DeviceFrame(device_id=serial, width=tw, height=th, screen_width=w,
                                     screen_height=h, step=step, actions=[
-                                        _px_action(a, (w, h)) for a in list(live.actions)])
+                                        _px_action(a, (w, h)) for a in list(live.actions)],
+                                    elements=compact_elements(elements))
                 payload = encode_frame(frame, jpeg, farm_id=cfg.farm_id)
             except (DistRLError, OSError, ValueError) as exc:
                 self.frame_errors += 1

@@ -32,7 +32,8 @@ def tui(broker: str, farm: str, readonly: bool, thumb_rows: int) -> None:
     Keys: 1 fleet, 2 learner, 3 logs, enter a device, / filter, s sort, ? help,
     ctrl+p command palette, q quit.
     """
-    from tui.mqtt_source import MqttSource, parse_broker_url
+    from distrl_sdk.wire.broker_url import parse_broker_url
+    from tui.mqtt_source import MqttSource
 
     try:
         parse_broker_url(broker)

@@ -1,6 +1,7 @@
 """The Device screen (``enter`` on a row, ``esc`` back): the live screen large, in
 half-block cells with the agent's last actions drawn on it (red rings: taps, yellow
-arrows: swipes), the current instruction, the action history and the device's log.
+arrows: swipes), the current instruction, the UI elements of the newest frame (the one
+under the newest tap highlighted), the action history and the device's log.
 
 No terminal graphics protocol (Kitty/Sixel) is used: half-block works in every
 terminal, in tmux and in SVG snapshots, and a 1 Hz picture does not need more."""
@@ -20,6 +21,7 @@ from tui.base import DeviceActionsScreen
 from tui.decoder import DeviceKey
 from tui.fleet import STATE_STYLE
 from tui.model import DeviceView
+from tui.ui_elements import elements_text
 
 __all__ = ["DeviceScreen"]
 
@@ -29,7 +31,9 @@ class DeviceScreen(DeviceActionsScreen):
     DeviceScreen #title { height: 1; background: $primary; padding: 0 1; }
     DeviceScreen #body { height: 1fr; }
     DeviceScreen #screen { width: auto; min-width: 20; height: 1fr; padding: 0 1; }
-    DeviceScreen #side { width: 1fr; }
+    DeviceScreen #side { width: 3fr; }
+    DeviceScreen #elements { width: 2fr; height: 1fr; border: round $secondary;
+                             padding: 0 1; }
     DeviceScreen #info { height: auto; border: round $primary; padding: 0 1; }
     DeviceScreen #history { height: 1fr; border: round $secondary; padding: 0 1; }
     DeviceScreen #devlog { height: 1fr; border: round $secondary; padding: 0 1; }
@@ -51,6 +55,7 @@ class DeviceScreen(DeviceActionsScreen):
                 yield Static(id="info")
                 yield Static(id="history")
                 yield Static(id="devlog")
+            yield Static(id="elements")  # a full-height column: a screen has many
         yield Footer()
 
     def current_device(self) -> DeviceKey | None:
@@ -95,6 +100,7 @@ class DeviceScreen(DeviceActionsScreen):
         else:
             screen.update(Text("waiting for a frame…", style="dim"))
         self.query_one("#info", Static).update(self._info(dev))
+        self.query_one("#elements", Static).update(elements_text(dev.frame))
         hist = list(dev.actions)[-40:]
         self.query_one("#history", Static).update(
             "[b]actions[/b] (newest last)\n" + ("\n".join(hist) if hist else "[dim]none yet[/]"))

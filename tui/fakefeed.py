@@ -29,6 +29,7 @@ __all__ = [
     "frame",
     "metrics",
     "pointer",
+    "screen_elements",
     "screen_jpeg",
     "status",
 ]
@@ -61,6 +62,31 @@ def screen_jpeg(seed: int, step: int = 0, size: tuple[int, int] = (108, 240),
     return out.getvalue()
 
 
+def screen_elements(seed: int, step: int = 0, screen: tuple[int, int] = (1080, 2400)
+                    ) -> list[dict[str, Any]]:
+    """The UI elements of :func:`screen_jpeg`'s picture (``DeviceFrame.elements``, device
+    pixels): the app bar's title, four list rows (clickable; the highlighted one is the
+    step's), a Wi-Fi switch that flips every step and the bottom button."""
+    w, h = screen
+    bar = h // 8
+    row_h = (h - bar) // 9
+    els: list[dict[str, Any]] = [
+        {"text": f"App {seed}", "id": "fake:id/title", "desc": "", "cls": "TextView",
+         "bounds": [w // 20, h // 30, w // 2, bar], "click": False, "checked": None}]
+    for i in range(4):
+        top = bar + 40 + i * row_h
+        els.append({"text": f"Row {i}" + (" (current)" if i == step % 8 else ""),
+                    "id": f"fake:id/row{i}", "desc": "", "cls": "LinearLayout",
+                    "bounds": [40, top, w - 40, top + row_h - 40], "click": True,
+                    "checked": None})
+    els.append({"text": "", "id": "fake:id/wifi", "desc": "Wi-Fi", "cls": "Switch",
+                "bounds": [w - 200, bar + 40 + 4 * row_h, w - 40, bar + 4 * row_h + 140],
+                "click": True, "checked": step % 2 == 0})
+    els.append({"text": "", "id": "fake:id/next", "desc": "", "cls": "ImageButton",
+                "bounds": [0, h - h // 12, w // 5, h], "click": True, "checked": None})
+    return els
+
+
 def status(farm: str, device: str, state: str = "busy", *, at: float = 1_700_000_000.0,
            **kw: Any) -> Wire:
     body = DeviceStatus(device_id=device, state=state,  # type: ignore[arg-type]
@@ -71,9 +97,12 @@ def status(farm: str, device: str, state: str = "busy", *, at: float = 1_700_000
 
 def frame(farm: str, device: str, step: int = 0, *, seed: int = 0,
           actions: list[dict[str, Any]] | None = None, at: float = 1_700_000_000.0,
-          size: tuple[int, int] = (108, 240), image: bytes | None = None) -> Wire:
+          size: tuple[int, int] = (108, 240), image: bytes | None = None,
+          elements: list[dict[str, Any]] | None = None) -> Wire:
+    """A thumbnail; ``elements`` default to :func:`screen_elements` (``[]``: none)."""
     body = DeviceFrame(device_id=device, width=size[0], height=size[1], screen_width=1080,
-                       screen_height=2400, step=step, actions=actions or [], captured_at=at)
+                       screen_height=2400, step=step, actions=actions or [], captured_at=at,
+                       elements=screen_elements(seed, step) if elements is None else elements)
     data = image if image is not None else screen_jpeg(seed, step, size)
     return topics.frame(farm, device), encode_frame(body, data, farm_id=farm)
 

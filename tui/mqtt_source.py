@@ -9,77 +9,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import ssl
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
-from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
 
 import aiomqtt
 
 from distrl_sdk.wire import topics
+from distrl_sdk.wire.broker_url import parse_broker_url
 from tui.source import ConnectionChanged, Event, Incoming, SourceClosed
 
-__all__ = ["BrokerURL", "MqttSource", "parse_broker_url", "subscriptions"]
+__all__ = ["MqttSource", "subscriptions"]
 
 log = logging.getLogger(__name__)
-_SCHEMES = {"mqtt": (1883, False), "tcp": (1883, False), "mqtts": (8883, True),
-            "ssl": (8883, True), "tls": (8883, True)}
-
-
-@dataclass(frozen=True)
-class BrokerURL:
-    hostname: str
-    port: int
-    username: str | None = None
-    password: str | None = None
-    tls: bool = False
-    ca_file: str | None = None
-    insecure: bool = False
-
-    def client_kwargs(self) -> dict[str, Any]:
-        kw: dict[str, Any] = {"hostname": self.hostname, "port": self.port}
-        if self.username is not None:
-            kw["username"] = self.username
-            kw["password"] = self.password
-        if self.tls:
-            ctx = ssl.create_default_context(cafile=self.ca_file)
-            if self.insecure:
-                ctx.check_hostname = False
-                ctx.verify_mode = ssl.CERT_NONE
-            kw["tls_context"] = ctx
-        return kw
-
-    def __str__(self) -> str:  # never shows the password
-        user = f"{self.username}@" if self.username else ""
-        return f"{'mqtts' if self.tls else 'mqtt'}://{user}{self.hostname}:{self.port}"
-
-
-def parse_broker_url(url: str) -> BrokerURL:
-    """``mqtt://[user[:pass]@]host[:port]`` or ``mqtts://…`` (``?ca=PATH``,
-    ``?insecure=1``); a bare ``host[:port]`` means ``mqtt://``. Same syntax as the farm's
-    ``--broker`` (the TUI keeps its own copy: it imports nothing from ``farm``)."""
-    if "://" not in url:
-        url = "mqtt://" + url
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme not in _SCHEMES:
-        raise ValueError(f"unsupported broker URL scheme {parts.scheme!r} (mqtt:// or mqtts://)")
-    default_port, tls = _SCHEMES[scheme]
-    if not parts.hostname:
-        raise ValueError(f"no host in broker URL {url!r}")
-    try:
-        port = parts.port or default_port
-    except ValueError as e:
-        raise ValueError(f"bad port in broker URL: {e}") from None
-    q = parse_qs(parts.query)
-    return BrokerURL(
-        hostname=parts.hostname, port=port,
-        username=unquote(parts.username) if parts.username is not None else None,
-        password=unquote(parts.password) if parts.password is not None else None,
-        tls=tls, ca_file=q["ca"][0] if "ca" in q else None,
-        insecure=q.get("insecure", ["0"])[0].lower() in ("1", "true", "yes"))
 
 
 def subscriptions(farm: str) -> list[tuple[str, int]]:

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -53,7 +53,7 @@ from distrl_sdk.errors import ConfigError
 from distrl_sdk.learn.api import EpisodeRecord, StepRecord, TrainablePolicy
 from distrl_sdk.learn.critics import StepCritic, TrajectoryCritic
 from distrl_sdk.learn.replay import LagMode, PrioritizedReplay
-from distrl_sdk.learn.state import load_optimizer_state, optimizer_state
+from distrl_sdk.learn.state import ActorCriticState
 
 __all__ = ["ARIDEConfig", "ARIDETrainer", "EpisodeBatch", "retrace_targets"]
 
@@ -179,8 +179,11 @@ def retrace_targets(rewards: torch.Tensor, values: torch.Tensor, log_pi: torch.T
     return (values + delta) * mask, td, rho
 
 
-class ARIDETrainer:
+class ARIDETrainer(ActorCriticState):
     """A-RIDE over any :class:`TrainablePolicy` (the Trainer protocol of ``learn.api``)."""
+
+    trainer_kind, trainer_label = "aride", "A-RIDE"
+    config: ARIDEConfig
 
     def __init__(self, policy: TrainablePolicy, config: ARIDEConfig | None = None) -> None:
         self.policy, self.config = policy, config or ARIDEConfig()
@@ -355,37 +358,10 @@ class ARIDETrainer:
         return [float(v) for v in self.traj_critic(feats)]
 
     # -- Trainer protocol: state -------------------------------------------------
-    def state_tensors(self) -> dict[str, torch.Tensor]:
-        tensors = {f"policy.{k}": v for k, v in self.policy.weights().items()}
-        tensors |= {f"critic.{k}": v for k, v in self.critic.state_dict().items()}
-        tensors |= {f"traj_critic.{k}": v for k, v in self.traj_critic.state_dict().items()}
-        for name, opt in self._optimizers().items():
-            tensors |= optimizer_state(opt, f"opt.{name}")[0]
-        # copies: safetensors refuses tensors that share storage (tied weights, views)
-        return {k: v.detach().cpu().clone() for k, v in tensors.items()}
+    def _extra_meta(self) -> dict[str, Any]:
+        return {"timings": dict(self.timings)}
 
-    def state_meta(self) -> dict[str, Any]:
-        return {"trainer": "aride", "version": self.version, "updates": self.updates,
-                "skipped_steps": self.skipped_steps,
-                "config": asdict(self.config), "timings": dict(self.timings),
-                "optimizers": {name: optimizer_state(opt, f"opt.{name}")[1]
-                               for name, opt in self._optimizers().items()}}
-
-    def load_state(self, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, Any]) -> None:
-        if meta.get("trainer") != "aride":
-            raise ConfigError(f"checkpoint is from a {meta.get('trainer')!r} trainer, "
-                              "not A-RIDE")
-
-        def part(prefix: str) -> dict[str, torch.Tensor]:
-            return {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
-
-        self.policy.load_weights(part("policy."))
-        self.critic.load_state_dict(part("critic."))
-        self.traj_critic.load_state_dict(part("traj_critic."))
-        for name, opt in self._optimizers().items():
-            load_optimizer_state(opt, f"opt.{name}", tensors, meta["optimizers"][name])
-        self.version, self.updates = int(meta["version"]), int(meta["updates"])
-        self.skipped_steps = int(meta.get("skipped_steps", 0))
+    def _load_extra_meta(self, meta: Mapping[str, Any]) -> None:
         self.timings.update(meta.get("timings", {}))
 
     def _optimizers(self) -> dict[str, torch.optim.Optimizer]:

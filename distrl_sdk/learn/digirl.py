@@ -16,8 +16,7 @@ measured against.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,7 +28,7 @@ from distrl_sdk.learn.api import EpisodeRecord, TrainablePolicy
 from distrl_sdk.learn.aride import EpisodeBatch
 from distrl_sdk.learn.critics import StepCritic, TrajectoryCritic
 from distrl_sdk.learn.replay import PrioritizedReplay
-from distrl_sdk.learn.state import load_optimizer_state, optimizer_state
+from distrl_sdk.learn.state import ActorCriticState
 
 __all__ = ["DigiRLConfig", "DigiRLTrainer"]
 
@@ -59,8 +58,11 @@ class DigiRLConfig:
             raise ConfigError(f"DigiRL config out of range: {self}")
 
 
-class DigiRLTrainer:
+class DigiRLTrainer(ActorCriticState):
     """DigiRL-style AWR over any :class:`TrainablePolicy` (the ``learn.api`` Trainer)."""
+
+    trainer_kind, trainer_label = "digirl", "DigiRL"
+    config: DigiRLConfig
 
     def __init__(self, policy: TrainablePolicy, config: DigiRLConfig | None = None) -> None:
         self.policy, self.config = policy, config or DigiRLConfig()
@@ -173,38 +175,6 @@ class DigiRLTrainer:
             return False
         opt.step()
         return True
-
-    def state_tensors(self) -> dict[str, torch.Tensor]:
-        tensors = {f"policy.{k}": v for k, v in self.policy.weights().items()}
-        tensors |= {f"critic.{k}": v for k, v in self.critic.state_dict().items()}
-        tensors |= {f"traj_critic.{k}": v for k, v in self.traj_critic.state_dict().items()}
-        for name, opt in self._optimizers().items():
-            tensors |= optimizer_state(opt, f"opt.{name}")[0]
-        # copies: safetensors refuses tensors that share storage (tied weights, views)
-        return {k: v.detach().cpu().clone() for k, v in tensors.items()}
-
-    def state_meta(self) -> dict[str, Any]:
-        return {"trainer": "digirl", "version": self.version, "updates": self.updates,
-                "skipped_steps": self.skipped_steps,
-                "config": asdict(self.config),
-                "optimizers": {name: optimizer_state(opt, f"opt.{name}")[1]
-                               for name, opt in self._optimizers().items()}}
-
-    def load_state(self, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, Any]) -> None:
-        if meta.get("trainer") != "digirl":
-            raise ConfigError(f"checkpoint is from a {meta.get('trainer')!r} trainer, "
-                              "not DigiRL")
-
-        def part(prefix: str) -> dict[str, torch.Tensor]:
-            return {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
-
-        self.policy.load_weights(part("policy."))
-        self.critic.load_state_dict(part("critic."))
-        self.traj_critic.load_state_dict(part("traj_critic."))
-        for name, opt in self._optimizers().items():
-            load_optimizer_state(opt, f"opt.{name}", tensors, meta["optimizers"][name])
-        self.version, self.updates = int(meta["version"]), int(meta["updates"])
-        self.skipped_steps = int(meta.get("skipped_steps", 0))
 
     def _optimizers(self) -> dict[str, torch.optim.Optimizer]:
         return {"actor": self.actor_opt, "critic": self.critic_opt, "traj": self.traj_opt}

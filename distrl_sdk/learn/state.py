@@ -20,16 +20,19 @@ import os
 import shutil
 import tempfile
 from collections.abc import Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from distrl_sdk.errors import ConfigError
-from distrl_sdk.learn.api import EpisodeRecord, StepRecord, Trainer
+from distrl_sdk.learn.api import EpisodeRecord, StepRecord, TrainablePolicy, Trainer
+from distrl_sdk.learn.critics import StepCritic, TrajectoryCritic
 from distrl_sdk.learn.replay import PrioritizedReplay, ReplayEntry
 
-__all__ = ["load_optimizer_state", "load_trainer_state", "optimizer_state", "save_trainer"]
+__all__ = ["ActorCriticState", "load_optimizer_state", "load_trainer_state", "optimizer_state",
+           "save_trainer"]
 
 FORMAT = 1
 _TENSORS, _META = "trainer.safetensors", "trainer.json"
@@ -67,6 +70,64 @@ def load_optimizer_state(opt: torch.optim.Optimizer, prefix: str,
 
 
 # -- episodes as JSON ------------------------------------------------------------
+class ActorCriticState:
+    """The checkpoint half of a trainer with a policy, a step critic, a trajectory critic
+    and named optimisers (A-RIDE and the DigiRL baseline): everything as tensors plus
+    JSON, so a checkpoint never needs unpickling."""
+
+    trainer_kind: str  # "aride" | "digirl": a checkpoint only loads into its own kind
+    trainer_label: str  # for messages: "A-RIDE", "DigiRL"
+    policy: TrainablePolicy
+    critic: StepCritic
+    traj_critic: TrajectoryCritic
+    config: Any  # a dataclass
+    version: int
+    updates: int
+    skipped_steps: int
+
+    def _optimizers(self) -> dict[str, torch.optim.Optimizer]:
+        raise NotImplementedError
+
+    def _extra_meta(self) -> dict[str, Any]:
+        return {}
+
+    def _load_extra_meta(self, meta: Mapping[str, Any]) -> None:
+        return None
+
+    def state_tensors(self) -> dict[str, torch.Tensor]:
+        tensors = {f"policy.{k}": v for k, v in self.policy.weights().items()}
+        tensors |= {f"critic.{k}": v for k, v in self.critic.state_dict().items()}
+        tensors |= {f"traj_critic.{k}": v for k, v in self.traj_critic.state_dict().items()}
+        for name, opt in self._optimizers().items():
+            tensors |= optimizer_state(opt, f"opt.{name}")[0]
+        # copies: safetensors refuses tensors that share storage (tied weights, views)
+        return {k: v.detach().cpu().clone() for k, v in tensors.items()}
+
+    def state_meta(self) -> dict[str, Any]:
+        return {"trainer": self.trainer_kind, "version": self.version, "updates": self.updates,
+                "skipped_steps": self.skipped_steps, "config": asdict(self.config),
+                "optimizers": {name: optimizer_state(opt, f"opt.{name}")[1]
+                               for name, opt in self._optimizers().items()},
+                **self._extra_meta()}
+
+    def load_state(self, tensors: Mapping[str, torch.Tensor], meta: Mapping[str, Any]) -> None:
+        if meta.get("trainer") != self.trainer_kind:
+            raise ConfigError(f"checkpoint is from a {meta.get('trainer')!r} trainer, "
+                              f"not {self.trainer_label}")
+
+        def part(prefix: str) -> dict[str, torch.Tensor]:
+            return {k[len(prefix):]: v for k, v in tensors.items() if k.startswith(prefix)}
+
+        self.policy.load_weights(part("policy."))
+        self.critic.load_state_dict(part("critic."))
+        self.traj_critic.load_state_dict(part("traj_critic."))
+        for name, opt in self._optimizers().items():
+            load_optimizer_state(opt, f"opt.{name}", tensors, meta["optimizers"][name])
+        self.version, self.updates = int(meta["version"]), int(meta["updates"])
+        self.skipped_steps = int(meta.get("skipped_steps", 0))
+        self._load_extra_meta(meta)
+
+
 def _episode_json(ep: EpisodeRecord, key: str, frames: dict[str, torch.Tensor]
                   ) -> dict[str, Any]:
     steps = []

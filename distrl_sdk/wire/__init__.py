@@ -25,6 +25,7 @@ from distrl_sdk.wire.codec import (
     ui_digest,
     verify_payload,
 )
+from distrl_sdk.wire.elements import MAX_ELEMENTS, compact_element, compact_elements
 from distrl_sdk.wire.schemas import (
     FARM_STATUS_ID,
     SCHEMAS,
@@ -45,6 +46,7 @@ from distrl_sdk.wire.schemas import (
 __all__ = [
     "FARM_STATUS_ID",
     "MAX_CHUNK_BYTES",
+    "MAX_ELEMENTS",
     "SCHEMAS",
     "TRAJ_CODEC",
     "AttachmentRef",
@@ -65,6 +67,8 @@ __all__ = [
     "StepMsg",
     "TrajectoryAck",
     "TrajectoryMsg",
+    "compact_element",
+    "compact_elements",
     "decode_trajectory",
     "encode_envelope",
     "encode_frame",

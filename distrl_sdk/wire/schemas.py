@@ -128,7 +128,9 @@ class DeviceStatus(_Model):
 class DeviceFrame(_Model):
     """A live screen thumbnail (topic ``…/frame/<device>``); the image is the attachment
     of :func:`distrl_sdk.wire.encode_frame`. ``actions``: the newest actions (pixels) for
-    drawing on it."""
+    drawing on it. ``elements``: the interesting UI elements of the newest observation
+    (:func:`distrl_sdk.wire.compact_elements`: ``text``, ``id``, ``desc``, ``cls``, ``bounds``
+    [l,t,r,b] in device pixels, ``click``, ``checked``), empty when the farm has none."""
 
     device_id: str = Field(pattern=_ID_PATTERN)
     width: int = Field(ge=1, le=10_000)  # of the thumbnail
@@ -138,6 +140,7 @@ class DeviceFrame(_Model):
     step: int | None = Field(default=None, ge=0)
     content_type: Literal["image/jpeg", "image/png"] = "image/jpeg"
     actions: list[dict[str, Any]] = Field(default_factory=list, max_length=16)
+    elements: list[dict[str, Any]] = Field(default_factory=list, max_length=64)
     captured_at: float = Field(default_factory=time.time)
 
 

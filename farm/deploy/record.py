@@ -185,7 +185,7 @@ class LiveFeed:
 
     def __init__(self, url: str, serial: str, *, farm_id: str = "deploy",
                  thumb_side: int = 480) -> None:
-        from farm.transport.url import parse_broker_url
+        from distrl_sdk.wire.broker_url import parse_broker_url
 
         try:
             self.address = parse_broker_url(url)

@@ -286,6 +286,18 @@ class _StepResult:
 # ----------------------------------------------------------------------------- service
 
 
+async def _cancel_all(tasks: list[asyncio.Task[Any]]) -> None:
+    """Cancel and await ``tasks``, cancelling again whatever survives a round: on Python
+    3.11 a cancel that lands while an inner ``asyncio.wait_for`` completes can be lost."""
+    for t in tasks:
+        t.cancel()
+    while pending := [t for t in tasks if not t.done()]:
+        await asyncio.wait(pending, timeout=1.0)
+        for t in pending:
+            t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 class LearnerService:
     """``await LearnerService(cfg).run(duration_s)``; :meth:`stop` ends it cleanly (a final
     checkpoint is written). ``trainer_factory``/``policy_builder`` replace the defaults
@@ -637,14 +649,14 @@ class LearnerService:
 
     async def _metrics_loop(self, on_metrics: Callable[[dict[str, float]], None] | None
                             ) -> None:
-        while True:
+        while not self._stopping:
             await asyncio.sleep(self.config.metrics_every_s)
             scalars = await self._emit_metrics()
             if on_metrics is not None:
                 on_metrics(scalars)
 
     async def _checkpoint_loop(self) -> None:
-        while True:
+        while not self._stopping:
             await asyncio.sleep(self.config.checkpoint_every_s)
             try:  # shielded: a stop waits for a checkpoint under way instead of losing it
                 await asyncio.shield(self.checkpoint())
@@ -740,9 +752,7 @@ class LearnerService:
         if self._train_task is not None:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._train_task)
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await _cancel_all(tasks)
         try:
             if self.trainer is not None:
                 # the newest weights go out first, so the checkpoint records them published

@@ -31,7 +31,7 @@ import weakref
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import aiomqtt
 
@@ -136,7 +136,37 @@ def deserialize_weights(data: bytes | bytearray) -> dict[str, torch.Tensor]:
 # ----------------------------------------------------------------------------- link
 
 
-class MqttLink:
+class _Background:
+    """A connection loop (``_run``) in a background task: start/stop, or ``async with``."""
+
+    client_id: str
+    _task: asyncio.Task[None] | None = None
+    _task_prefix = "mqtt"
+
+    async def _run(self) -> None:
+        raise NotImplementedError
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(),
+                                             name=f"{self._task_prefix}-{self.client_id}")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+
+class MqttLink(_Background):
     """One publishing connection that survives broker restarts: :meth:`publish` waits
     for a connection and retries (a publish awaiting its PUBACK on a dead connection is
     timed out and re-sent)."""
@@ -153,24 +183,6 @@ class MqttLink:
         self.connects = 0
         self._client: aiomqtt.Client | None = None
         self._task: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name=f"mqtt-link-{self.client_id}")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-    async def __aenter__(self) -> MqttLink:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
 
     async def _run(self) -> None:
         while True:
@@ -325,7 +337,7 @@ class _Fetch:
         return self.count is not None and len(self.got) == self.count
 
 
-class WeightSubscriber:
+class WeightSubscriber(_Background):
     """Follows the retained pointer, fetches, verifies and hands new weights on.
 
     ``on_weights(weights, pointer)`` is called (and awaited) once per accepted version,
@@ -333,6 +345,8 @@ class WeightSubscriber:
     :attr:`refused` counts refusals by reason: ``stale``, ``sha_mismatch``,
     ``size_mismatch``, ``bad_chunk``, ``bad_weights``, ``bad_pointer``, ``timeout``,
     ``unsupported_where``, ``rejected_by_consumer``."""
+
+    _task_prefix = "weights"
 
     def __init__(self, url: str, on_weights: OnPolicy, *, client_id: str | None = None,
                  version: int = -1, fetch_timeout_s: float = 60.0,
@@ -353,24 +367,6 @@ class WeightSubscriber:
         self.last_pointer: PolicyPointer | None = None
         self._fetch: _Fetch | None = None
         self._task: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name=f"weights-{self.client_id}")
-
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-    async def __aenter__(self) -> WeightSubscriber:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
 
     async def wait_version(self, at_least: int = 0, timeout: float | None = None) -> int:
         """Wait until a version ≥ ``at_least`` is accepted; returns it."""

@@ -44,9 +44,9 @@ from distrl_sdk.wire import (
     split_chunks,
     topics,
 )
+from distrl_sdk.wire.broker_url import parse_broker_url
 from farm.transport._conn import Backoff
 from farm.transport.spool import OnFull, Spool
-from farm.transport.url import parse_broker_url
 
 __all__ = ["Publisher", "PublisherStats"]
 

@@ -36,8 +36,8 @@ from distrl_sdk.wire import (
     topics,
     verify_payload,
 )
+from distrl_sdk.wire.broker_url import parse_broker_url
 from farm.transport._conn import Backoff
-from farm.transport.url import parse_broker_url
 
 __all__ = ["SeenIds", "TrajectorySubscriber"]
 

@@ -129,7 +129,20 @@ async def test_live_status_and_thumbnails(tmp_path: Path) -> None:
             for k in ("y", "y1", "y2"):
                 if k in a:
                     assert isinstance(a[k], int) and 0 <= a[k] < f.screen_height
+        # the UI elements of the observation the newest step saw (no extra dump): none
+        # for a thumbnail taken before the episode's first step
+        assert len(f.elements) <= 64 and (f.step is None) == (not f.elements), \
+            (f.step, len(f.elements))
+        for e in f.elements:
+            left, top, right, bottom = e["bounds"]
+            assert 0 <= left < right <= f.screen_width and 0 <= top < bottom <= f.screen_height
+            assert e["text"] or e["desc"] or e["click"] or e["checked"] is not None, e
+            assert isinstance(e["cls"], str) and "." not in e["cls"]
         by_dev[f.device_id].append(t)
+    bodies = [m.body for _, m in frames if isinstance(m.body, DeviceFrame)]
+    labels = {e["text"] or e["desc"] for f in bodies for e in f.elements}
+    assert len(labels - {""}) >= 3, labels  # real screens, not one placeholder
+    assert sum(1 for f in bodies if f.elements) >= len(bodies) // 2
     assert set(by_dev) <= set(serials)
     for serial, times in by_dev.items():
         assert _max_per_second(times) <= 3, f"{serial}: {_max_per_second(times)} frames/s"

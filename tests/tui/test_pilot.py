@@ -149,6 +149,11 @@ async def test_enter_opens_the_device_screen_and_esc_returns(make_app: App,
         assert "#2 swipe(" in hist
         log = text(screen.query_one("#devlog", Static))
         assert "unknown → busy" in log
+        # the frame's UI elements; the newest tap (540, 700 px) landed on row 1
+        els = text(screen.query_one("#elements", Static)).splitlines()
+        assert els[0] == "UI elements (7, ▶ newest tap)"
+        assert "  App 2 TextView" in els and "› Row 2 (current) LinearLayout" in els
+        assert "› [x] Wi-Fi Switch" in els and "▶ Row 1 LinearLayout" in els
         # a new frame while open is drawn large
         old_big = dev.big
         source.push(*ff.frame(FARM, "sim-2", step=9, seed=2, actions=[
@@ -156,6 +161,12 @@ async def test_enter_opens_the_device_screen_and_esc_returns(make_app: App,
         await app.settle()
         assert dev.big is not old_big and dev.frame is not None and dev.frame.step == 9
         assert "#9 long_press" in text(screen.query_one("#history", Static))
+        els = text(screen.query_one("#elements", Static)).splitlines()  # updated live
+        assert "▶ Row 0 LinearLayout" in els and "› Row 1 (current) LinearLayout" in els
+        assert "› [ ] Wi-Fi Switch" in els and "› Row 1 LinearLayout" not in els
+        source.push(*ff.frame(FARM, "sim-2", step=10, seed=2, elements=[]))
+        await app.settle()
+        assert "none in this frame" in text(screen.query_one("#elements", Static))
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, FleetScreen)

@@ -1,8 +1,8 @@
 """Deploy's own per-step costs on a sim phone: observation, guard check, frame annotation.
 
-Not a test (pytest collects ``test_*.py`` only). Run from the repository root:
+Run from the repository root:
 
-    .venv/bin/python tests/deploy/measure_deploy.py     # prints one JSON line
+    .venv/bin/python bench/deploy_step.py     # prints one JSON line
 """
 
 from __future__ import annotations

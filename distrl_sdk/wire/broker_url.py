@@ -1,4 +1,6 @@
-"""Broker URLs → aiomqtt client arguments."""
+"""Broker URLs (`mqtt://[user[:pass]@]host[:port]`, `mqtts://…`) → aiomqtt client arguments.
+
+Shared by every MQTT client of the wire contract: farms, the learner and the TUI."""
 
 from __future__ import annotations
 
