@@ -1,0 +1,49 @@
+"""`distrl demo --headless`: the whole system for a short while, then a clean stop."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.slow
+def test_headless_demo_learns_reports_and_leaves_nothing_running(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "farm.cli", "demo", "--headless", "--json", "--phones", "2",
+         "--duration", "25", "--run-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=150)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads(proc.stdout)
+    assert summary["exit_codes"] == {"farm": 0, "learner": 0}, summary
+    assert summary["episodes"] > 0 and summary["first_episode_s"] is not None
+    assert len(summary["devices"]) == 2  # the farm's own status is not a device
+    assert summary["policy_version"] is not None  # the learner published and reported
+    run = Path(summary["run_dir"])
+    assert run.parent == tmp_path.resolve()
+    assert list((run / "learner" / "checkpoints").glob("ckpt-*/policy/policy.safetensors"))
+    pids = json.loads((run / "logs" / "pids.json").read_text())
+    deadline = time.monotonic() + 5
+    while any(_alive(p) for p in pids.values() if p) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [n for n, p in pids.items() if p and _alive(p)], pids
+
+
+def test_json_without_headless_is_a_usage_error() -> None:
+    proc = subprocess.run([sys.executable, "-m", "farm.cli", "demo", "--json"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "--json needs --headless" in proc.stderr
+    assert "Traceback" not in proc.stderr
