@@ -308,22 +308,6 @@ class ARIDETrainer(ActorCriticState):
                 "steps": float(n_steps), "version": float(self.version),
                 "skipped_steps": float(self.skipped_steps)}
 
-    def _step(self, opt: torch.optim.Optimizer, loss: torch.Tensor, params: Any) -> bool:
-        """One clipped gradient step; skipped (and counted) if the loss or gradients are
-        not finite, so one hostile or broken episode cannot poison the weights."""
-        opt.zero_grad(set_to_none=True)
-        if not torch.isfinite(loss):
-            self.skipped_steps += 1
-            return False
-        loss.backward()  # type: ignore[no-untyped-call]
-        norm = torch.nn.utils.clip_grad_norm_(list(params), self.config.max_grad_norm)
-        if not torch.isfinite(norm):
-            opt.zero_grad(set_to_none=True)
-            self.skipped_steps += 1
-            return False
-        opt.step()
-        return True
-
     def _priorities(self, batch: EpisodeBatch, td: torch.Tensor, rho: torch.Tensor,
                     log_pi: torch.Tensor) -> np.ndarray:
         """p(τ) = w1·mean|δ| + w2·mean ρ + w3·mean(−log π), one per batch episode."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
@@ -159,22 +158,6 @@ class DigiRLTrainer(ActorCriticState):
         vals = self.traj_critic(self.policy.instruction_features(unique)).numpy()
         lookup = dict(zip(unique, vals.tolist(), strict=True))
         return np.array([lookup[i] for i in instructions], dtype=np.float64)
-
-    def _step(self, opt: torch.optim.Optimizer, loss: torch.Tensor, params: Any) -> bool:
-        """One clipped gradient step; skipped (and counted) if the loss or gradients are
-        not finite, so one hostile or broken episode cannot poison the weights."""
-        opt.zero_grad(set_to_none=True)
-        if not torch.isfinite(loss):
-            self.skipped_steps += 1
-            return False
-        loss.backward()  # type: ignore[no-untyped-call]
-        norm = torch.nn.utils.clip_grad_norm_(list(params), self.config.max_grad_norm)
-        if not torch.isfinite(norm):
-            opt.zero_grad(set_to_none=True)
-            self.skipped_steps += 1
-            return False
-        opt.step()
-        return True
 
     def _optimizers(self) -> dict[str, torch.optim.Optimizer]:
         return {"actor": self.actor_opt, "critic": self.critic_opt, "traj": self.traj_opt}

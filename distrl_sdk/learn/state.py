@@ -71,9 +71,9 @@ def load_optimizer_state(opt: torch.optim.Optimizer, prefix: str,
 
 # -- episodes as JSON ------------------------------------------------------------
 class ActorCriticState:
-    """The checkpoint half of a trainer with a policy, a step critic, a trajectory critic
-    and named optimisers (A-RIDE and the DigiRL baseline): everything as tensors plus
-    JSON, so a checkpoint never needs unpickling."""
+    """What A-RIDE and the DigiRL baseline share as trainers with a policy, a step critic,
+    a trajectory critic and named optimisers: guarded gradient steps, and checkpoints as
+    tensors plus JSON (never unpickled)."""
 
     trainer_kind: str  # "aride" | "digirl": a checkpoint only loads into its own kind
     trainer_label: str  # for messages: "A-RIDE", "DigiRL"
@@ -87,6 +87,22 @@ class ActorCriticState:
 
     def _optimizers(self) -> dict[str, torch.optim.Optimizer]:
         raise NotImplementedError
+
+    def _step(self, opt: torch.optim.Optimizer, loss: torch.Tensor, params: Any) -> bool:
+        """One clipped gradient step; skipped (and counted) if the loss or gradients are
+        not finite, so one hostile or broken episode cannot poison the weights."""
+        opt.zero_grad(set_to_none=True)
+        if not torch.isfinite(loss):
+            self.skipped_steps += 1
+            return False
+        loss.backward()  # type: ignore[no-untyped-call]
+        norm = torch.nn.utils.clip_grad_norm_(list(params), self.config.max_grad_norm)
+        if not torch.isfinite(norm):
+            opt.zero_grad(set_to_none=True)
+            self.skipped_steps += 1
+            return False
+        opt.step()
+        return True
 
     def _extra_meta(self) -> dict[str, Any]:
         return {}

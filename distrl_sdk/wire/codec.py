@@ -230,25 +230,37 @@ class DecodedTrajectory:
     attachments: dict[str, bytes]
 
 
+def _framed_envelope(data: bytes, magic: bytes, max_header: int, schema: str
+                     ) -> tuple[Envelope, int] | Rejected:
+    """``magic | u32 header length | Envelope JSON | …``: the envelope (of ``schema`` v1)
+    and the header length, or why not."""
+    if data[:4] != magic or len(data) < 8:
+        return Rejected(RejectReason.BAD_PAYLOAD, f"no {schema} magic")
+    (hlen,) = _U32.unpack_from(data, 4)
+    if hlen > min(max_header, len(data) - 8):
+        return Rejected(RejectReason.BAD_PAYLOAD, f"header length {hlen} out of range")
+    try:
+        raw = json.loads(data[8 : 8 + hlen])
+    except (ValueError, RecursionError) as e:
+        return Rejected(RejectReason.BAD_JSON, str(e)[:200])
+    env = _envelope(raw)
+    if isinstance(env, Rejected):
+        return env
+    if (env.schema_, env.version) != (schema, 1):
+        return Rejected(RejectReason.WRONG_SCHEMA, f"{env.schema_} v{env.version}, "
+                                                   f"expected {schema}")
+    return env, hlen
+
+
 def decode_trajectory(payload: bytes, *, verify_attachments: bool = True
                       ) -> DecodedTrajectory | Rejected:
     """Inverse of :func:`encode_trajectory`; never raises. ``verify_attachments=False``
     skips the per-attachment sha256 (when the whole payload's hash was checked already)."""
     try:
-        if payload[:4] != TRAJ_MAGIC or len(payload) < 8:
-            return Rejected(RejectReason.BAD_PAYLOAD, "no trajectory magic")
-        (hlen,) = _U32.unpack_from(payload, 4)
-        if hlen > min(MAX_HEADER_BYTES, len(payload) - 8):
-            return Rejected(RejectReason.BAD_PAYLOAD, f"header length {hlen} out of range")
-        try:
-            raw = json.loads(payload[8 : 8 + hlen])
-        except (ValueError, RecursionError) as e:
-            return Rejected(RejectReason.BAD_JSON, str(e)[:200])
-        env = _envelope(raw)
-        if isinstance(env, Rejected):
-            return env
-        if (env.schema_, env.version) != ("trajectory", 1):
-            return Rejected(RejectReason.WRONG_SCHEMA, f"{env.schema_} v{env.version}")
+        head = _framed_envelope(payload, TRAJ_MAGIC, MAX_HEADER_BYTES, "trajectory")
+        if isinstance(head, Rejected):
+            return head
+        env, hlen = head
         try:
             msg = TrajectoryMsg.model_validate(env.body)
         except ValueError as e:
@@ -475,20 +487,10 @@ def encode_frame(frame: DeviceFrame, image: bytes, *, farm_id: str | None = None
 def _parse_frame(data: bytes, t: topics.ParsedTopic) -> Message | Rejected:
     if len(data) > MAX_FRAME_BYTES:
         return Rejected(RejectReason.TOO_LARGE, f"frame of {len(data)} B")
-    if data[:4] != FRAME_MAGIC or len(data) < 8:
-        return Rejected(RejectReason.BAD_PAYLOAD, "no frame magic")
-    (hlen,) = _U32.unpack_from(data, 4)
-    if hlen > min(MAX_CONTROL_BYTES, len(data) - 8):
-        return Rejected(RejectReason.BAD_PAYLOAD, f"header length {hlen} out of range")
-    try:
-        raw = json.loads(data[8 : 8 + hlen])
-    except (ValueError, RecursionError) as e:
-        return Rejected(RejectReason.BAD_JSON, str(e)[:200])
-    env = _envelope(raw)
-    if isinstance(env, Rejected):
-        return env
-    if (env.schema_, env.version) != ("device_frame", 1):
-        return Rejected(RejectReason.WRONG_SCHEMA, f"{env.schema_} v{env.version} on frame")
+    head = _framed_envelope(data, FRAME_MAGIC, MAX_CONTROL_BYTES, "device_frame")
+    if isinstance(head, Rejected):
+        return head
+    env, hlen = head
     try:
         body = DeviceFrame.model_validate(env.body)
     except ValueError as e:
