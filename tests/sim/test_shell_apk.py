@@ -43,7 +43,9 @@ def _zip(files: dict[str, bytes]) -> bytes:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         for name, data in files.items():
-            z.writestr(name, data)
+            # a fixed timestamp: the bytes (and so the test ids) must not depend on the
+            # clock, or pytest-xdist workers collecting a second apart disagree
+            z.writestr(zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0)), data)
     return buf.getvalue()
 
 
