@@ -4,8 +4,11 @@ plus the published policy pointer and each farm's own metrics."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from datetime import UTC, datetime
 
+from rich.markup import escape
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Footer, Label, Sparkline, Static
@@ -20,6 +23,18 @@ def _fmt(v: float) -> str:
     return f"{v:.4g}" if abs(v) < 1e5 else f"{v:.3e}"
 
 
+def series_widget_id(name: str) -> str:
+    """A valid, unique Textual id for any metric name.
+
+    Producers name metrics freely (``train/actor_loss``, ``rejected/bad json``); Textual
+    ids allow only letters, digits, ``-`` and ``_``. The readable part is sanitised and
+    a short hash of the exact name keeps two names that sanitise alike apart.
+    """
+    readable = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:48]
+    digest = hashlib.blake2s(name.encode("utf-8", "surrogatepass"), digest_size=4).hexdigest()
+    return f"series-{readable}-{digest}"
+
+
 class SeriesRow(Horizontal):
     """Name and numbers on the left, the sparkline on the right."""
 
@@ -30,13 +45,13 @@ class SeriesRow(Horizontal):
     """
 
     def __init__(self, name: str, title: str, data: list[float] | None = None) -> None:
-        super().__init__(id=f"series-{name}")
+        super().__init__(id=series_widget_id(name))
         self.series = name
         self.title = title
         self.initial = data or []
 
     def compose(self) -> ComposeResult:
-        yield Label(f"{self.title}: no data yet")
+        yield Label(f"{escape(self.title)}: no data yet")
         yield Sparkline([], summary_function=max)
 
     def on_mount(self) -> None:
@@ -46,7 +61,7 @@ class SeriesRow(Horizontal):
         if not data:
             return
         self.query_one(Label).update(
-            f"[b]{self.title}[/b] {_fmt(data[-1])}  [dim]min {_fmt(min(data))} "
+            f"[b]{escape(self.title)}[/b] {_fmt(data[-1])}  [dim]min {_fmt(min(data))} "
             f"max {_fmt(max(data))}[/]")
         self.query_one(Sparkline).data = data
 
@@ -99,5 +114,5 @@ class LearnerScreen(AppScreen):
                          f"sha256 {p.sha256[:12]}…)")
         for farm, sc in sorted(m.farm_metrics.items()):
             vals = "  ".join(f"{k} {_fmt(v)}" for k, v in sorted(sc.items())[:8])
-            parts.append(f"farm [b]{farm}[/b]: {vals}")
+            parts.append(f"farm [b]{escape(farm)}[/b]: {escape(vals)}")
         self.query_one("#summary", Static).update("\n".join(parts))

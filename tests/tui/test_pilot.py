@@ -438,3 +438,21 @@ async def test_readonly_filter_typing_is_not_refused(make_app: App, source: Fake
         await pilot.pause()
         assert fleet(app).query_one("#filter", Input).value == "pux"
         assert not any("read-only" in n.message for n in app._notifications)
+
+
+async def test_learner_screen_takes_any_metric_name(make_app: App, source: FakeSource) -> None:
+    """The real learner publishes ``train/*``, ``unlearnable/*`` and ``rejected/<reason>``;
+    a Textual id built from such a name used to kill the app (and the demo with it)."""
+    names = ["train/actor_loss", "unlearnable/no decisions", "rejected/bad json",
+             "refused/[b]x[/b]", "train/actor.loss", "train/actor_loss ", "naïve→λ", ""]
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        source.push(*ff.metrics(1, {n: float(i) for i, n in enumerate(names)}))
+        await pilot.press("2")
+        await app.settle()
+        await pilot.pause()
+        assert isinstance(app.screen, LearnerScreen)
+        rows = {r.series: r for r in app.screen.query(SeriesRow)}
+        assert set(names) <= set(rows)
+        assert len({r.id for r in rows.values()}) == len(rows)
+        assert list(rows["refused/[b]x[/b]"].query_one(Sparkline).data or []) == [3.0]
