@@ -11,6 +11,23 @@ A checkpoint is a directory::
 It is written to a sibling temporary directory and swapped in with ``os.replace``: a
 crash mid-save leaves the previous checkpoint whole (kept as ``.<name>.old`` until the
 swap finishes, and used by :func:`load_trainer_state` if the swap was interrupted).
+
+Rewriting the whole replay every checkpoint costs O(replay) each time (10 k episodes of
+UI-tree steps are ~140 MB). With ``replay_store=DIR`` the replay goes to an
+**append-only store** shared by successive checkpoints instead: stored episodes never
+change (only their priorities and slots do), so each save appends just the episodes
+added since the previous save as one new segment, and the checkpoint keeps a small
+index::
+
+    replay_index.json         format 2: replay counters + RNG, the segments it needs,
+                              and [slot, seq, episode id, priority, scored_at, segment]
+                              per stored episode
+    DIR/seg-<lo>-<hi>-<tag>.jsonl / .safetensors   one line per episode (+ its frames)
+
+When less than half of what the referenced segments hold is still in replay, the save
+compacts: the live episodes go to one fresh segment (amortised O(1) per episode).
+Segments are never deleted by a save (older checkpoints may still need them):
+:func:`gc_replay_store` removes those no kept checkpoint references.
 """
 
 from __future__ import annotations
@@ -19,8 +36,9 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
-from dataclasses import asdict
+import weakref
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +49,16 @@ from distrl_sdk.learn.api import EpisodeRecord, StepRecord, TrainablePolicy, Tra
 from distrl_sdk.learn.critics import StepCritic, TrajectoryCritic
 from distrl_sdk.learn.replay import PrioritizedReplay, ReplayEntry
 
-__all__ = ["ActorCriticState", "load_optimizer_state", "load_trainer_state", "optimizer_state",
-           "save_trainer"]
+__all__ = ["ActorCriticState", "gc_replay_store", "load_optimizer_state", "load_trainer_state",
+           "optimizer_state", "save_trainer"]
 
 FORMAT = 1
+STORE_FORMAT = 2
 _TENSORS, _META = "trainer.safetensors", "trainer.json"
 _REPLAY, _FRAMES = "replay.jsonl", "replay_frames.safetensors"
+_INDEX = "replay_index.json"
+#: compact once the live episodes are less than this share of what the segments hold
+_COMPACT_LIVE_SHARE = 0.5
 
 
 # -- optimiser state as tensors + JSON ------------------------------------------
@@ -189,8 +211,124 @@ def _write_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
         os.fsync(f.fileno())
 
 
-def save_trainer(trainer: Trainer, directory: str | Path) -> Path:
-    """Checkpoint ``trainer`` (and its ``replay``, if it has one) into ``directory``."""
+# -- the append-only replay store -------------------------------------------------
+@dataclass
+class _Persisted:
+    """What of one replay buffer is already in a store: seq → (segment, episode id), and
+    how many episodes each segment holds (live or not)."""
+
+    root: Path
+    where: dict[int, tuple[str, str]] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)
+
+
+# per live replay object: saving twice into the same store appends only what is new
+_PERSISTED: weakref.WeakKeyDictionary[PrioritizedReplay, _Persisted] = \
+    weakref.WeakKeyDictionary()
+
+
+def _write_segment(root: Path, entries: list[ReplayEntry]) -> str:
+    """One new segment holding ``entries``' episodes; returns its name (no suffix)."""
+    lo, hi = entries[0].seq, entries[-1].seq
+    name = f"seg-{lo:010d}-{hi:010d}-{os.urandom(3).hex()}"
+    frames: dict[str, torch.Tensor] = {}
+    lines = [json.dumps({"seq": e.seq, "episode": _episode_json(e.episode, f"e{e.seq}", frames)})
+             for e in entries]
+    if frames:  # frames first: a segment whose .jsonl exists is complete
+        _write_tensors(root / f"{name}.safetensors", frames)
+    _write(root / f"{name}.jsonl", ("\n".join(lines) + "\n").encode())
+    return name
+
+
+def _persist_replay(replay: PrioritizedReplay, root: Path) -> dict[str, Any]:
+    """Append the episodes ``root`` lacks; the index a checkpoint keeps (format 2)."""
+    root.mkdir(parents=True, exist_ok=True)
+    known = _PERSISTED.get(replay)
+    if known is None or known.root != root.resolve():
+        known = _Persisted(root.resolve())
+        _PERSISTED[replay] = known
+    live = list(replay.entries())
+
+    def stored(e: ReplayEntry) -> bool:
+        at = known.where.get(e.seq)
+        return at is not None and at[1] == e.episode.id
+
+    fresh = [e for e in live if not stored(e)]
+    held = sum(known.sizes.get(seg, 0) for seg in {known.where[e.seq][0]
+                                                   for e in live if stored(e)})
+    if held and len(live) < _COMPACT_LIVE_SHARE * (held + len(fresh)):
+        known.where.clear()  # compaction: every live episode into one new segment
+        known.sizes.clear()
+        fresh = live
+    if fresh:
+        name = _write_segment(root, fresh)
+        known.sizes[name] = len(fresh)
+        known.where.update({e.seq: (name, e.episode.id) for e in fresh})
+    rows = [[e.slot, e.seq, e.episode.id, e.priority, e.scored_at, known.where[e.seq][0]]
+            for e in live]
+    return {"format": STORE_FORMAT, "replay": replay.state_meta(),
+            "segments": sorted({r[5] for r in rows}), "entries": rows}
+
+
+def _load_from_store(replay: PrioritizedReplay, index: Mapping[str, Any], root: Path) -> None:
+    from safetensors.torch import load_file
+
+    if index.get("format") != STORE_FORMAT:
+        raise ValueError(f"replay index format {index.get('format')!r}, expected {STORE_FORMAT}")
+    want = {int(r[1]): r for r in index["entries"]}
+    episodes: dict[int, EpisodeRecord] = {}
+    known = _Persisted(root.resolve())
+    for seg in index["segments"]:
+        frames_path = root / f"{seg}.safetensors"
+        frames = load_file(str(frames_path)) if frames_path.is_file() else {}
+        n = 0
+        with open(root / f"{seg}.jsonl", encoding="utf-8") as f:
+            for line in f:
+                if not line.strip():
+                    continue
+                n += 1
+                rec = json.loads(line)
+                seq = int(rec["seq"])
+                if seq in want and want[seq][5] == seg:
+                    episodes[seq] = _episode_from_json(rec["episode"], frames)
+        known.sizes[seg] = n
+    entries = []
+    for seq, (slot, _, eid, prio, scored_at, seg) in sorted(want.items()):
+        ep = episodes.get(seq)
+        if ep is None or ep.id != eid:
+            raise ValueError(f"episode seq {seq} ({eid}) is missing from segment {seg}")
+        entries.append(ReplayEntry(int(slot), ep, float(prio), seq, int(scored_at)))
+        known.where[seq] = (seg, eid)
+    replay.restore(entries, index["replay"])
+    _PERSISTED[replay] = known
+
+
+def gc_replay_store(root: str | Path, checkpoints: Iterable[str | Path]) -> list[str]:
+    """Delete the segments of ``root`` that none of ``checkpoints`` (trainer checkpoint
+    directories saved with ``replay_store=root``) references; returns what went."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    needed: set[str] = set()
+    for ckpt in checkpoints:
+        index = Path(ckpt) / _INDEX
+        if index.is_file():
+            needed.update(json.loads(index.read_text())["segments"])
+    gone = []
+    for path in root.iterdir():
+        if path.name.startswith("seg-") and path.suffix in (".jsonl", ".safetensors") \
+                and path.stem not in needed:
+            path.unlink(missing_ok=True)
+            gone.append(path.name)
+    return sorted(gone)
+
+
+def save_trainer(trainer: Trainer, directory: str | Path, *,
+                 replay_store: str | Path | None = None) -> Path:
+    """Checkpoint ``trainer`` (and its ``replay``, if it has one) into ``directory``.
+
+    ``replay_store``: keep the replay in that append-only store (module docstring)
+    instead of rewriting all of it inside the checkpoint."""
     d = Path(directory)
     d.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{d.name}.tmp-", dir=d.parent))
@@ -200,7 +338,11 @@ def save_trainer(trainer: Trainer, directory: str | Path) -> Path:
                 "policy_config": trainer.policy.config_dict(), "state": trainer.state_meta()}
         _write(tmp / _META, json.dumps(meta, indent=1).encode())
         replay = getattr(trainer, "replay", None)
-        if isinstance(replay, PrioritizedReplay):
+        if isinstance(replay, PrioritizedReplay) and replay_store is not None:
+            index = _persist_replay(replay, Path(replay_store))
+            index["store"] = os.path.relpath(Path(replay_store).resolve(), d.parent.resolve())
+            _write(tmp / _INDEX, json.dumps(index).encode())
+        elif isinstance(replay, PrioritizedReplay):
             frames: dict[str, torch.Tensor] = {}
             lines = [json.dumps({"format": FORMAT, "replay": replay.state_meta()})]
             for e in replay.entries():
@@ -253,7 +395,14 @@ def load_trainer_state(trainer: Trainer, directory: str | Path) -> dict[str, Any
                           f"the trainer a {trainer.policy.kind!r} one")
     trainer.load_state(tensors, meta["state"])
     replay = getattr(trainer, "replay", None)
-    if isinstance(replay, PrioritizedReplay) and (d / _REPLAY).is_file():
+    if isinstance(replay, PrioritizedReplay) and (d / _INDEX).is_file():
+        try:
+            index = json.loads((d / _INDEX).read_text())
+            # the store's path is kept relative to the checkpoint's parent: both move together
+            _load_from_store(replay, index, (Path(directory).parent / index["store"]))
+        except Exception as exc:
+            raise ConfigError(f"{d}: unreadable replay store of the checkpoint ({exc})") from exc
+    elif isinstance(replay, PrioritizedReplay) and (d / _REPLAY).is_file():
         try:
             frames = load_file(str(d / _FRAMES)) if (d / _FRAMES).is_file() else {}
             with open(d / _REPLAY, encoding="utf-8") as f:
