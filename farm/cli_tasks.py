@@ -153,6 +153,8 @@ def tasks_run(task: str, serial: str | None, sim: bool, policy: str, episodes: i
     if policy == "oracle" and not cls().has_oracle:
         _fail(f"task {task} has no oracle; use --policy random")
     port = adb_port or int(os.environ.get("ANDROID_ADB_SERVER_PORT", "5037"))
+    if serial:
+        _require_device(serial, port)
     try:
         results = asyncio.run(_run(cls, serial, sim, policy, episodes, split, seed, port,
                                    as_json))
@@ -163,6 +165,25 @@ def tasks_run(task: str, serial: str | None, sim: bool, policy: str, episodes: i
     wins = sum(r.status is EpisodeStatus.SUCCESS for r in results)
     if not as_json:
         console.print(f"{task}: {wins}/{len(results)} successful with the {policy} policy")
+    # the README's promise: 0 when the task succeeded (every episode), 1 when it did not
+    sys.exit(0 if wins == len(results) else 1)
+
+
+def _require_device(serial: str, port: int) -> None:
+    """A serial the adb server does not list is a user mistake (exit 2), not an aborted
+    episode: say which devices there are."""
+    import adbutils
+
+    try:
+        listed = {d.serial: d.state for d in adbutils.AdbClient(port=port).list()}
+    except Exception as exc:  # no server on that port, or one that does not answer
+        _fail(f"cannot reach the adb server on port {port} ({exc}); start it with "
+              "`adb start-server` or pass --adb-port")
+    if listed.get(serial) != "device":
+        state = listed.get(serial)
+        have = ", ".join(f"{k} ({v})" for k, v in sorted(listed.items())) or "none"
+        _fail(f"device {serial} is {state or 'not connected'} on the adb server at port "
+              f"{port}; devices there: {have}")
 
 
 def trajectory_json(traj: Trajectory, seconds: float) -> dict[str, Any]:

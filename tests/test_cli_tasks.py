@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from farm.sim.adbhost import PrivateAdbServer
 from tests.test_cli import distrl
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -58,8 +59,16 @@ def test_run_uses_a_plugin_evaluator_on_a_sim_phone() -> None:
 def test_run_random_policy_and_bad_usage() -> None:
     proc = distrl("tasks", "run", "settings.wifi_off", "--sim", "--policy", "random",
                   "--episodes", "2", "--seed", "3", timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert "settings.wifi_off:" in proc.stdout and "successful with the random policy" \
-        in proc.stdout
+    assert "settings.wifi_off: 0/2 successful with the random policy" in proc.stdout, proc.stdout
+    assert proc.returncode == 1, proc.stderr  # the task did not succeed: 1, as documented
     both = distrl("tasks", "run", "settings.wifi_off", "--sim", "--device", "x")
     assert both.returncode == 2 and "exactly one of --device SERIAL or --sim" in both.stderr
+
+
+def test_run_on_a_device_the_adb_server_does_not_list(private_adb: PrivateAdbServer) -> None:
+    port = private_adb.port
+    proc = distrl("tasks", "run", "settings.wifi_off", "--device", "127.0.0.1:1",
+                  "--adb-port", str(port))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "device 127.0.0.1:1 is not connected on the adb server at port" in proc.stderr
+    assert "Traceback" not in proc.stderr and "ABORTED" not in proc.stdout
