@@ -1,6 +1,11 @@
 """Run one episode of a task on a device with a policy, and score it.
 
-    setup → [observe → policy.act → execute (→ step reward)]* → evaluate → teardown
+    setup → [observe → policy.act → execute (→ step reward) (→ success?)]* → evaluate
+          → teardown
+
+With ``stop_on_success`` the task's evaluator also runs after every executed step and
+the episode ends there, as SUCCESS, the first time it passes: actions after the goal
+is met are never recorded, so a learner cannot reward them.
 
 A device fault marks the episode ABORTED and a task/evaluator bug ERRORED — never a
 FAILURE of the agent — and teardown runs on every path.
@@ -39,6 +44,19 @@ def _decision_info(d: Decision) -> dict[str, Any]:
     return out
 
 
+async def _score(task: Task, device: Device, traj: Trajectory) -> float:
+    """The task's success score in [0, 1]; an evaluator bug is a TaskError."""
+    try:
+        score = await task.is_successful(device, traj)
+    except DeviceError:
+        raise
+    except Exception as exc:
+        raise TaskError(f"task {task.name}: evaluator failed: {exc}") from exc
+    if not isinstance(score, int | float) or not 0.0 <= float(score) <= 1.0:
+        raise TaskError(f"task {task.name}: success score {score!r} is not in [0, 1]")
+    return float(score)
+
+
 async def run_episode(
     task: Task,
     device: Device,
@@ -47,6 +65,7 @@ async def run_episode(
     max_steps: int | None = None,
     settle_s: float = 0.0,
     with_screenshots: bool = False,
+    stop_on_success: bool = False,
 ) -> Trajectory:
     traj = Trajectory(task=task.name, instruction=task.instruction, params=dict(task.params))
     budget = max_steps or task.max_steps
@@ -58,6 +77,7 @@ async def run_episode(
         except Exception as exc:
             raise TaskError(f"task {task.name}: setup failed: {exc}") from exc
         size = await device.screen_size()
+        score: float | None = None  # set early when stop_on_success ends the episode
         for i in range(budget):
             t0 = time.perf_counter()
             elements = await device.ui_elements()
@@ -91,16 +111,16 @@ async def run_episode(
                 raise TaskError(f"task {task.name}: step reward failed: {exc}") from exc
             if reward is not None:
                 step.reward = reward
+            if stop_on_success and not is_terminal(action):
+                early = await _score(task, device, traj)
+                if early >= SUCCESS_THRESHOLD:
+                    score = early
+                    step.info["stopped_on_success"] = True
+                    break
             if is_terminal(action) or await task.episode_ended(device, traj):
                 break
-        try:
-            score = await task.is_successful(device, traj)
-        except DeviceError:
-            raise
-        except Exception as exc:
-            raise TaskError(f"task {task.name}: evaluator failed: {exc}") from exc
-        if not isinstance(score, int | float) or not 0.0 <= float(score) <= 1.0:
-            raise TaskError(f"task {task.name}: success score {score!r} is not in [0, 1]")
+        if score is None:
+            score = await _score(task, device, traj)
         traj.reward = float(score)
         traj.status = (EpisodeStatus.SUCCESS if traj.reward >= SUCCESS_THRESHOLD
                        else EpisodeStatus.FAILURE)

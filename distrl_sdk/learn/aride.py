@@ -1,18 +1,29 @@
 """A-RIDE: Advantage-based Retrace Improved by Distributed prioritized Experience replay.
 
-DistRL (arXiv 2410.14803) §A-RIDE as the paper states it — not the released code's
-simplifications (trace decay fixed at 1, binarised advantage, a critic loss without
-gradient, priorities computed but sampling uniform). Notation: episode τ = (s_0, a_0,
-r_0, …, s_H, a_H, r_H) collected by behaviour policy μ (log μ recorded on the farm);
-π the current policy, V the step critic, V_traj the trajectory critic.
+DistRL (arXiv 2410.14803) §A-RIDE, with the state-value correction of V-trace
+(Espeholt et al. 2018) that the released code also applies — not the released code's
+other simplifications (trace decay fixed at 1, binarised advantage, a critic loss
+without gradient, priorities computed but sampling uniform). Notation: episode
+τ = (s_0, a_0, r_0, …, s_H, a_H, r_H) collected by behaviour policy μ (log μ recorded
+on the farm); π the current policy, V the step critic, V_traj the trajectory critic.
+Step rewards enter as r_t − ``step_cost`` (0 by default).
 
-1. Importance ratios and traces, per step:
-       ρ_t = π(a_t|s_t) / μ(a_t|s_t),      c_t = λ · min(1, ρ_t)
+1. Importance ratios, their truncations and traces, per step:
+       ρ_t = π(a_t|s_t) / μ(a_t|s_t),   ρ̄^V_t = min(ρ̄_V, ρ_t),   c_t = λ · min(c̄, ρ_t)
+   (ρ̄_V = ``vtrace_rho_max``, c̄ = ``trace_c_max``, λ = ``trace_lambda``).
 
-2. Retrace(λ) on V (V(s_{H+1}) = 0: episodes end):
-       δ_t = Σ_{k=t..H} γ^{k−t} (Π_{i=t+1..k} c_i) [r_k + γ V(s_{k+1}) − V(s_k)]
-   computed backwards as δ_t = TD_t + γ c_{t+1} δ_{t+1}; target v_t = V(s_t) + δ_t.
-   λ = 0 gives one-step TD targets; λ = 1 on-policy gives Monte Carlo returns.
+2. Off-policy target for V (V(s_{H+1}) = 0: episodes end), ``v_target = "vtrace"``:
+       δ_t = Σ_{k=t..H} γ^{k−t} (Π_{i=t..k−1} c_i) ρ̄^V_k [r_k + γ V(s_{k+1}) − V(s_k)]
+   computed backwards as δ_t = ρ̄^V_t TD_t + γ c_t δ_{t+1}; target v_t = V(s_t) + δ_t.
+   Its fixed point is V^π̃ with π̃ ∝ min(ρ̄_V μ, π): exactly V^π whenever ρ̄_V ≥ π/μ on
+   the data (the default ρ̄_V = 5 covers ratios up to 5; ρ̄_V = 1 is IMPALA's choice,
+   lower variance but biased toward μ). λ = 0 gives V + ρ̄^V·TD; λ = 1 on-policy gives
+   Monte Carlo returns.
+   ``v_target = "retrace_q"`` keeps the paper's Q-style formula read literally for V,
+       δ_t = TD_t + γ c_{t+1} δ_{t+1}
+   which has no correction at its first step: its fixed point is V^μ, not V^π (kept
+   only for comparison; the issue's example: μ(good) = 0.2, π(good) = 0.9 gives 0.2
+   against V^π = 0.9).
 
 3. Step critic: L_V = E_ν[ w_τ (V(s_t) − v_t)² ]       (w_τ: DPER importance weight)
    Trajectory critic (Monte Carlo BCE on the final reward r_τ ∈ [0, 1]):
@@ -20,23 +31,37 @@ r_0, …, s_H, a_H, r_H) collected by behaviour policy μ (log μ recorded on th
 
 4. Off-policy-corrected advantage (real-valued, never binarised):
        A_t = r_t + γ v_{t+1} − V(s_t)                   (v_{H+1} = 0)
+   optionally normalised over the batch's steps (``normalize_advantage``).
 
-5. Actor, with ρ̄_t = min(ρ_max, ρ_t):
-       L_π = −E_ν[ w_τ ρ̄_t A_t log π(a_t|s_t) ] − β E_ν[ w_τ H(π(·|s_t)) ]
+5. Actor, with ρ̄_t = min(ρ_max, ρ_t) and β_eff = β + b (b ≥ 0, see below):
+       L_π = −E_ν[ w_τ f_τ ρ̄_t A_t log π(a_t|s_t) ] − β_eff E_ν[ w_τ H(π(·|s_t)) ]
              + κ E_ν[ w_τ ρ̄_t P_invalid(a_t) log π(a_t|s_t) ]
    The last term is the score-function gradient of κ·E_π[P_invalid]: it lowers the
    probability of actions that did not parse (P_invalid = 1) and is 0 otherwise. The
    paper writes its weight as λ (reusing the trace symbol); here it is κ.
-   Optionally (``traj_filter_quantile`` q > 0) only episodes whose trajectory advantage
-   r_τ − V_traj(g) is in the batch's top (1 − q) enter the policy-gradient term.
+   Trajectory filter f_τ (``traj_filter_quantile`` q > 0, as DigiRL and the released
+   DistRL code filter with V_traj): f_τ = 1[r_τ − V_traj(g) ≥ the q-quantile of
+   r − V_traj over the replay] (estimated on ≤ ``traj_filter_sample`` stored episodes
+   plus the batch); q = 0: f = 1.
+   Entropy floor (``entropy_target`` H*): after each update b ← clip(b + η (H* − H̄),
+   0, β_max − β), with H̄ the batch's mean entropy per step — β grows only while the
+   policy is less random than H*, and relaxes back to β once it is above.
 
 6. DPER priority of each replayed episode, recomputed as π moves (for every sampled
    episode after each update, and for the stalest ``refresh_size`` every
    ``refresh_every`` updates):
        p(τ) = w1 · mean_t |r_t + γ V(s_{t+1}) − V(s_t)|
             + w2 · mean_t ρ_t + w3 · mean_t(−log π(a_t|s_t))
-   sampled ∝ p^α with weights w_τ = (N·P(τ))^−β / max w, β annealed to 1
-   (:mod:`distrl_sdk.learn.replay`), policy lag bounded by K.
+   sampled ∝ p^α with weights w_τ = (N·P(τ))^−β / max w. New episodes enter at the
+   highest measured priority in replay and keep their own once scored. β is annealed
+   linearly from ``is_beta_start`` to ``is_beta_end`` over the run's planned length
+   (``horizon_updates`` / ``horizon_seconds`` or :meth:`ARIDETrainer.set_horizon`;
+   ``is_beta_anneal_updates`` when no horizon is known).
+
+7. Lag bounds: episodes more than K = ``max_policy_lag`` versions old are refused and
+   pruned; and whenever an episode is measured (sampled or refreshed), it leaves
+   replay if more than ``max_stale_share`` of its steps have ρ < ``stale_rho`` — the
+   steps π no longer takes, which carry (almost) no gradient or trace.
 """
 
 from __future__ import annotations
@@ -44,7 +69,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -55,28 +80,55 @@ from distrl_sdk.learn.critics import StepCritic, TrajectoryCritic
 from distrl_sdk.learn.replay import LagMode, PrioritizedReplay
 from distrl_sdk.learn.state import ActorCriticState
 
-__all__ = ["ARIDEConfig", "ARIDETrainer", "EpisodeBatch", "retrace_targets"]
+__all__ = ["ARIDEConfig", "ARIDETrainer", "EpisodeBatch", "VTarget", "ratio_stats",
+           "retrace_targets"]
+
+
+VTarget = Literal["vtrace", "retrace_q"]
 
 
 @dataclass
 class ARIDEConfig:
-    """Every knob of A-RIDE. "code" = DistRL's released configs (research notes §2.2);
-    the paper's hyper-parameter appendix was not available."""
+    """Every knob of A-RIDE (equations: the module docstring). "code" = DistRL's released
+    configs (research notes §2.2); the paper's hyper-parameter appendix was not available.
+
+    Off-policy targets: ``v_target`` ("vtrace": δ_t = ρ̄^V_t·TD_t + γ c_t δ_{t+1}, the
+    default; "retrace_q": the Q-formula read literally, biased to V^μ, for comparison
+    only), ``vtrace_rho_max`` ρ̄_V, ``trace_c_max`` c̄, ``trace_lambda`` λ.
+    Lag: ``max_policy_lag`` K (versions), and ``stale_rho`` / ``max_stale_share`` (an
+    episode measured with more than that share of steps at ρ < stale_rho leaves replay;
+    None = off). IS β: annealed over ``horizon_updates`` or ``horizon_seconds`` (the
+    planned run; :meth:`ARIDETrainer.set_horizon` sets them at run time), else over
+    ``is_beta_anneal_updates``. Trajectory filter: ``traj_filter_quantile`` q and
+    ``traj_filter_sample``. Stability: ``step_cost`` (subtracted from every step
+    reward), ``entropy_target`` H* with ``entropy_coef_lr`` η and ``entropy_coef_max``
+    (adaptive β floor; None = fixed β), ``normalize_advantage``."""
 
     gamma: float = 0.9  # γ discount (code: 0.5, tuned for 10-step AitW episodes)
-    trace_lambda: float = 1.0  # λ in c = λ·min(1, ρ) (code: fixed 1; Munos et al. 2016: 1)
+    trace_lambda: float = 1.0  # λ in c = λ·min(c̄, ρ) (code: fixed 1; Munos et al. 2016: 1)
+    v_target: VTarget = "vtrace"  # V-trace correction of the V target; "retrace_q": none
+    vtrace_rho_max: float = 5.0  # ρ̄_V on TD_t in the V target (unbiased while π/μ ≤ ρ̄_V)
+    trace_c_max: float = 1.0  # c̄: traces c = λ·min(c̄, ρ) (Retrace / V-trace: 1)
     rho_max: float = 1.0  # ρ̄ = min(ρ_max, ρ) in the actor loss (code: clip_pg_rho_threshold 1)
-    entropy_coef: float = 0.05  # β (code: 0.05 when use_entropy)
+    entropy_coef: float = 0.05  # β, the base entropy weight (code: 0.05 when use_entropy)
+    entropy_target: float | None = 0.3  # H* nats/step: β rises while entropy is below it
+    entropy_coef_lr: float = 0.01  # η: step of the adaptive part b per nat of shortfall
+    entropy_coef_max: float = 1.0  # β + b never exceeds this
     invalid_penalty: float = 1.0  # κ, weight of P_invalid (paper's "λ"; value unknown)
+    step_cost: float = 0.0  # subtracted from every step's reward (a cost per action)
+    normalize_advantage: bool = False  # A ← (A − mean) / std over the batch's steps
     traj_filter_quantile: float = 0.0  # q; 0 = no filter (code's actor buffer: 0.9)
+    traj_filter_sample: int = 256  # stored episodes the filter's quantile is estimated on
     w1: float = 50.0  # DPER weight of mean |TD| (code: dper_w1 = 50)
     w2: float = 1.0  # DPER weight of mean ρ (code: 1.0)
     w3: float = 0.01  # DPER weight of mean −log π (code: 0.01)
     priority_rho_cap: float = 10.0  # ρ capped inside p(τ) so one freak ratio can't own replay
     alpha: float = 0.6  # priority exponent α (Schaul et al. 2016 proportional: 0.6)
     is_beta_start: float = 0.4  # IS exponent β at update 0 (Schaul et al.: 0.4)
-    is_beta_end: float = 1.0  # … annealed linearly to this (full correction)
-    is_beta_anneal_updates: int = 10_000  # … over this many updates
+    is_beta_end: float = 1.0  # … annealed linearly to this (full correction) by the horizon
+    horizon_updates: int | None = None  # planned updates of the run (β reaches the end there)
+    horizon_seconds: float | None = None  # … or planned seconds of training (first update on)
+    is_beta_anneal_updates: int = 1_000  # the horizon when neither of the above is known
     priority_eps: float = 1e-6  # added to every priority (nothing becomes unsampleable)
     refresh_every: int = 20  # every N updates re-score the stalest episodes (0 = never)
     refresh_size: int = 8  # … this many of them (a forward pass each: keep it small)
@@ -86,6 +138,8 @@ class ARIDEConfig:
     max_policy_lag: int | None = 50  # K: bound on version − episode version (code: none)
     lag_mode: LagMode = "drop"  # "drop" older episodes, or "downweight" them
     lag_decay: float = 0.5  # downweight factor per version beyond K
+    stale_rho: float = 0.1  # a step with ρ below this is "stale" (π no longer takes it)
+    max_stale_share: float | None = 0.5  # evict episodes measured with more stale steps
     actor_lr: float = 1e-4  # Adam (code: lm_lr 1e-4)
     critic_lr: float = 1e-4  # Adam (code: critic_lr 1e-4)
     traj_critic_lr: float = 1e-4  # Adam (code: shares critic_lr)
@@ -97,14 +151,28 @@ class ARIDEConfig:
 
     def __post_init__(self) -> None:
         checks = {"gamma": 0 <= self.gamma <= 1, "trace_lambda": 0 <= self.trace_lambda <= 1,
+                  "v_target": self.v_target in ("vtrace", "retrace_q"),
+                  "vtrace_rho_max": self.vtrace_rho_max > 0, "trace_c_max": self.trace_c_max > 0,
                   "rho_max": self.rho_max > 0, "entropy_coef": self.entropy_coef >= 0,
+                  "entropy_target": self.entropy_target is None or self.entropy_target >= 0,
+                  "entropy_coef_lr": self.entropy_coef_lr >= 0,
+                  "entropy_coef_max": self.entropy_coef_max >= self.entropy_coef,
+                  "step_cost": self.step_cost >= 0,
                   "traj_filter_quantile": 0 <= self.traj_filter_quantile < 1,
+                  "traj_filter_sample": self.traj_filter_sample >= 0,
                   "alpha": self.alpha >= 0, "is_beta_start": 0 <= self.is_beta_start <= 1,
-                  "is_beta_end": 0 <= self.is_beta_end <= 1, "capacity": self.capacity >= 1,
+                  "is_beta_end": 0 <= self.is_beta_end <= 1,
+                  "horizon_updates": self.horizon_updates is None or self.horizon_updates >= 1,
+                  "horizon_seconds": self.horizon_seconds is None or self.horizon_seconds > 0,
+                  "is_beta_anneal_updates": self.is_beta_anneal_updates >= 1,
+                  "capacity": self.capacity >= 1,
                   "batch_episodes": self.batch_episodes >= 1,
                   "min_episodes": self.min_episodes >= 1,
                   "lag_mode": self.lag_mode in ("drop", "downweight"),
                   "max_policy_lag": self.max_policy_lag is None or self.max_policy_lag >= 0,
+                  "stale_rho": self.stale_rho >= 0,
+                  "max_stale_share": self.max_stale_share is None
+                  or 0 <= self.max_stale_share < 1,
                   "critic_steps": self.critic_steps >= 1, "max_grad_norm": self.max_grad_norm > 0}
         bad = [k for k, ok in checks.items() if not ok]
         if bad:
@@ -160,23 +228,57 @@ def _shift(x: torch.Tensor) -> torch.Tensor:
 
 
 def retrace_targets(rewards: torch.Tensor, values: torch.Tensor, log_pi: torch.Tensor,
-                    log_mu: torch.Tensor, mask: torch.Tensor, *, gamma: float, lam: float
+                    log_mu: torch.Tensor, mask: torch.Tensor, *, gamma: float, lam: float,
+                    rho_max: float = 5.0, c_max: float = 1.0, form: VTarget = "vtrace"
                     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Retrace(λ) targets for V over padded episodes ([B, T], mask 1 on real steps).
+    """Off-policy targets for V over padded episodes ([B, T], mask 1 on real steps).
 
-    Returns (v, td, ρ): targets v_t = V(s_t) + δ_t, one-step TD errors, and ratios ρ_t.
-    Episodes end after their last real step, so V(s_{H+1}) = 0 and nothing is
-    bootstrapped past it."""
+    ``form="vtrace"``: δ_t = min(rho_max, ρ_t)·TD_t + γ c_t δ_{t+1};
+    ``form="retrace_q"``: δ_t = TD_t + γ c_{t+1} δ_{t+1} (no first-step correction);
+    both with c_t = λ·min(c_max, ρ_t). Returns (v, td, ρ): targets v_t = V(s_t) + δ_t,
+    one-step TD errors, and ratios ρ_t. Episodes end after their last real step, so
+    V(s_{H+1}) = 0 and nothing is bootstrapped past it."""
+    if form not in ("vtrace", "retrace_q"):
+        raise ValueError(f"unknown V-target form {form!r} (vtrace | retrace_q)")
     rho = torch.exp((log_pi - log_mu).clamp(max=30.0)) * mask
-    c = lam * rho.clamp(max=1.0)  # c_i = λ·min(1, ρ_i); 0 on padding, which cuts traces
+    c = lam * rho.clamp(max=c_max)  # 0 on padding, which cuts traces
     td = (rewards + gamma * _shift(values * mask) - values) * mask
     delta = torch.zeros_like(td)
     acc = torch.zeros_like(td[:, 0])
-    for t in range(td.shape[1] - 1, -1, -1):  # δ_t = TD_t + γ c_{t+1} δ_{t+1}
-        c_next = c[:, t + 1] if t + 1 < td.shape[1] else torch.zeros_like(acc)
-        acc = td[:, t] + gamma * c_next * acc
-        delta[:, t] = acc
+    horizon = td.shape[1]
+    if form == "vtrace":
+        scaled = rho.clamp(max=rho_max) * td
+        for t in range(horizon - 1, -1, -1):  # δ_t = ρ̄_t TD_t + γ c_t δ_{t+1}
+            acc = scaled[:, t] + gamma * c[:, t] * acc
+            delta[:, t] = acc
+    else:
+        for t in range(horizon - 1, -1, -1):  # δ_t = TD_t + γ c_{t+1} δ_{t+1}
+            c_next = c[:, t + 1] if t + 1 < horizon else torch.zeros_like(acc)
+            acc = td[:, t] + gamma * c_next * acc
+            delta[:, t] = acc
     return (values + delta) * mask, td, rho
+
+
+def ratio_stats(rho: torch.Tensor, mask: torch.Tensor, *, rho_max: float, stale_rho: float
+                ) -> dict[str, float]:
+    """What the batch's ratios say about lag: the share of steps clipped above
+    (ρ > ρ_max) and stale below (ρ < stale_rho), and the normalised effective sample
+    size (Σρ)² / (N·Σρ²) ∈ (0, 1] (1: on-policy; → 0: a few steps carry the batch)."""
+    r = rho[mask > 0].double()
+    n = max(int(r.numel()), 1)
+    sq = float((r**2).sum())
+    return {"rho_clipped_high": float((r > rho_max).sum()) / n,
+            "rho_stale_share": float((r < stale_rho).sum()) / n,
+            "rho_ess": float(r.sum()) ** 2 / (n * sq) if sq > 0 else 0.0,
+            "mean_rho": float(r.sum()) / n}
+
+
+def _normalise(adv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(A − mean) / std over real steps (std floored: a constant batch stays finite)."""
+    n = mask.sum().clamp_min(1.0)
+    mean = (adv * mask).sum() / n
+    std = (((adv - mean) * mask) ** 2).sum().div(n).sqrt().clamp_min(1e-6)
+    return (adv - mean) / std * mask
 
 
 class ARIDETrainer(ActorCriticState):
@@ -199,12 +301,18 @@ class ARIDETrainer(ActorCriticState):
         self.actor_opt = torch.optim.Adam(policy.trainable_parameters(), lr=cfg.actor_lr)
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr)
         self.traj_opt = torch.optim.Adam(self.traj_critic.parameters(), lr=cfg.traj_critic_lr)
+        self.horizon_updates, self.horizon_seconds = cfg.horizon_updates, cfg.horizon_seconds
+        self.entropy_boost = 0.0  # b of the entropy floor: β_eff = entropy_coef + b
+        self.train_seconds = 0.0  # wall time since the first update (β's time horizon)
+        self._last_tick: float | None = None
+        self.evicted = {"lag": 0, "stale": 0}  # episodes removed by each bound, cumulative
         # cumulative seconds: whole updates, and the A-RIDE-specific parts inside them
         self.timings = {"update": 0.0, "retrace": 0.0, "priority": 0.0, "refresh": 0.0}
 
     # -- Trainer protocol: data in --------------------------------------------
     def add_episode(self, episode: EpisodeRecord) -> bool:
-        """Into DPER at the highest priority so far; False if empty or beyond the lag bound."""
+        """Into DPER at the highest measured priority; False if empty or beyond the lag
+        bound."""
         if not episode.steps:
             return False
         return self.replay.add(episode, current_version=self.version) is not None
@@ -212,11 +320,35 @@ class ARIDETrainer(ActorCriticState):
     def ready(self) -> bool:
         return len(self.replay) >= self.config.min_episodes
 
+    def set_horizon(self, total_updates: int | None = None, *,
+                    seconds: float | None = None) -> None:
+        """The run's planned length, in updates and/or seconds of training: IS β reaches
+        ``is_beta_end`` there (whichever comes first). None leaves that part unset."""
+        if total_updates is not None and total_updates < 1:
+            raise ValueError(f"horizon must be ≥ 1 update, got {total_updates}")
+        if seconds is not None and not seconds > 0:
+            raise ValueError(f"horizon must be > 0 s, got {seconds}")
+        self.horizon_updates, self.horizon_seconds = total_updates, seconds
+
+    def anneal_fraction(self) -> float:
+        """How far through the planned run this trainer is, in [0, 1]."""
+        fracs = []
+        if self.horizon_updates is not None:
+            fracs.append(self.updates / self.horizon_updates)
+        if self.horizon_seconds is not None:
+            fracs.append(self.train_seconds / self.horizon_seconds)
+        if not fracs:
+            fracs.append(self.updates / self.config.is_beta_anneal_updates)
+        return min(1.0, max(fracs))
+
     def is_beta(self) -> float:
-        """The IS exponent β now: linear from is_beta_start to is_beta_end."""
+        """The IS exponent β now: linear from is_beta_start to is_beta_end over the run."""
         cfg = self.config
-        frac = min(1.0, self.updates / max(1, cfg.is_beta_anneal_updates))
-        return cfg.is_beta_start + frac * (cfg.is_beta_end - cfg.is_beta_start)
+        return cfg.is_beta_start + self.anneal_fraction() * (cfg.is_beta_end - cfg.is_beta_start)
+
+    def entropy_coef(self) -> float:
+        """β_eff = entropy_coef + the entropy floor's adaptive part."""
+        return min(self.config.entropy_coef + self.entropy_boost, self.config.entropy_coef_max)
 
     # -- one update, top to bottom ----------------------------------------------
     def update(self) -> dict[str, float]:
@@ -224,12 +356,16 @@ class ARIDETrainer(ActorCriticState):
         if len(self.replay) == 0:
             raise RuntimeError("A-RIDE update on an empty replay buffer (check ready() first)")
         t_start = time.perf_counter()
+        if self._last_tick is not None:  # training wall time, for horizon_seconds
+            self.train_seconds += time.monotonic() - self._last_tick
+        self._last_tick = time.monotonic()
 
         # 1. prioritized sample of whole episodes, with IS (and lag) weights
         beta = self.is_beta()
         sample = self.replay.sample(cfg.batch_episodes, cfg.alpha, beta,
                                     current_version=self.version)
         batch = EpisodeBatch.build(sample.episodes)
+        rewards = batch.rewards - cfg.step_cost * batch.mask
         w_ep = torch.as_tensor(sample.weights, dtype=torch.float32)
         w = w_ep[:, None] * batch.mask  # [B, T] weight of each real step
         n_steps = batch.mask.sum()
@@ -240,17 +376,20 @@ class ARIDETrainer(ActorCriticState):
         features = out.features.detach()
         values = batch.pad(self.critic(features))
 
-        # 3. Retrace(λ) targets and the off-policy-corrected advantage (no gradients)
+        # 3. V-trace targets and the off-policy-corrected advantage (no gradients)
         t0 = time.perf_counter()
         with torch.no_grad():
-            targets, td, rho = retrace_targets(batch.rewards, values.detach(), log_pi.detach(),
-                                               batch.log_mu, batch.mask,
-                                               gamma=cfg.gamma, lam=cfg.trace_lambda)
-            adv = (batch.rewards + cfg.gamma * _shift(targets) - values.detach()) * batch.mask
+            targets, td, rho = retrace_targets(rewards, values.detach(), log_pi.detach(),
+                                               batch.log_mu, batch.mask, gamma=cfg.gamma,
+                                               lam=cfg.trace_lambda, rho_max=cfg.vtrace_rho_max,
+                                               c_max=cfg.trace_c_max, form=cfg.v_target)
+            adv = (rewards + cfg.gamma * _shift(targets) - values.detach()) * batch.mask
+            if cfg.normalize_advantage:
+                adv = _normalise(adv, batch.mask)
             rho_bar = rho.clamp(max=cfg.rho_max)
         self.timings["retrace"] += time.perf_counter() - t0
 
-        # 4. step critic: weighted regression onto the Retrace targets
+        # 4. step critic: weighted regression onto the targets
         critic_loss = (w * (values - targets) ** 2).sum() / n_steps
         for i in range(cfg.critic_steps):
             if i:
@@ -265,48 +404,90 @@ class ARIDETrainer(ActorCriticState):
         traj_loss = self.traj_critic.loss(g_logits, batch.final_reward, w_ep)
         self._step(self.traj_opt, traj_loss, self.traj_critic.parameters())
 
-        # 6. actor: −ρ̄·A·log π − β·H + κ·ρ̄·P_invalid·log π, IS-weighted
-        keep = torch.ones_like(w_ep)
-        if cfg.traj_filter_quantile > 0:  # trajectory filter: top (1 − q) of r − V_traj
-            traj_adv = batch.final_reward - torch.sigmoid(g_logits.detach())
-            keep = (traj_adv >= torch.quantile(traj_adv, cfg.traj_filter_quantile)).float()
+        # 6. actor: −f·ρ̄·A·log π − β_eff·H + κ·ρ̄·P_invalid·log π, IS-weighted
+        keep, threshold = self._traj_filter(batch)
+        beta_h = self.entropy_coef()
         pg = -(w * keep[:, None] * rho_bar * adv * log_pi).sum() / n_steps
         ent = (w * entropy).sum() / n_steps
         penalty = (w * rho_bar * batch.invalid * log_pi).sum() / n_steps
-        actor_loss = pg - cfg.entropy_coef * ent + cfg.invalid_penalty * penalty
+        actor_loss = pg - beta_h * ent + cfg.invalid_penalty * penalty
         changed = self._step(self.actor_opt, actor_loss, self.policy.trainable_parameters())
+        mean_entropy = float((entropy.detach() * batch.mask).sum() / n_steps)
+        if cfg.entropy_target is not None:  # the floor: integrate the entropy shortfall
+            self.entropy_boost = min(max(0.0, self.entropy_boost + cfg.entropy_coef_lr
+                                         * (cfg.entropy_target - mean_entropy)),
+                                     cfg.entropy_coef_max - cfg.entropy_coef)
 
-        # 7. DPER: new priorities for the sampled episodes (values from before this step)
+        # 7. DPER: new priorities for the sampled episodes (values from before this step);
+        # episodes π has moved away from leave
         t0 = time.perf_counter()
         with torch.no_grad():
             prio = self._priorities(batch, td, rho, log_pi)
         self.replay.update_priorities(sample.indices, prio)
+        stale = self._evict_stale(sample.indices, batch, rho)
         self.timings["priority"] += time.perf_counter() - t0
 
         # 8. a new version; old data leaves; every refresh_every, re-score the stalest
         self.updates += 1
         self.version += changed  # a version per update that moved the policy
-        self.replay.prune(self.version)
+        pruned = self.replay.prune(self.version)
+        self.evicted["lag"] += pruned
         if cfg.refresh_every and self.updates % cfg.refresh_every == 0 and len(self.replay):
             t0 = time.perf_counter()
-            self.refresh_priorities(self.replay.stalest(cfg.refresh_size))
+            stale += self.refresh_priorities(self.replay.stalest(cfg.refresh_size))
             self.timings["refresh"] += time.perf_counter() - t0
         self.timings["update"] += time.perf_counter() - t_start
 
-        stored = self.replay.priorities(self.replay.filled())
         lags = sample.lags
         return {"actor_loss": float(actor_loss.detach()),
                 "critic_loss": float(critic_loss.detach()),
                 "traj_critic_loss": float(traj_loss.detach()),
-                "entropy": float((entropy.detach() * batch.mask).sum() / n_steps),
-                "mean_rho": float((rho * batch.mask).sum() / n_steps),
+                "entropy": mean_entropy, "entropy_coef": beta_h,
+                **ratio_stats(rho, batch.mask, rho_max=cfg.rho_max, stale_rho=cfg.stale_rho),
                 "mean_advantage": float((adv * batch.mask).sum() / n_steps),
-                "mean_priority": float(stored.mean()) if stored.size else 0.0,
-                "batch_priority": float(prio.mean()), "is_beta": beta,
+                "mean_priority": self.replay.mean_priority(),
+                "batch_priority": float(prio.mean()),
+                "new_episode_priority": self.replay.max_priority, "is_beta": beta,
+                "is_weight_min": float(sample.weights.min()),
+                "is_weight_mean": float(sample.weights.mean()),
+                "traj_filter_kept": float(keep.mean()), "traj_filter_threshold": threshold,
+                "stale_evicted": float(stale), "lag_pruned": float(pruned),
                 "policy_lag_min": float(lags.min()), "policy_lag_avg": float(lags.mean()),
                 "policy_lag_max": float(lags.max()), "replay_size": float(len(self.replay)),
                 "steps": float(n_steps), "version": float(self.version),
                 "skipped_steps": float(self.skipped_steps)}
+
+    def _traj_filter(self, batch: EpisodeBatch) -> tuple[torch.Tensor, float]:
+        """f_τ per batch episode and the threshold on r − V_traj (−1 when off: r − V_traj
+        ≥ −1 always, so every episode passes)."""
+        q = self.config.traj_filter_quantile
+        if q <= 0:
+            return torch.ones(len(batch.instructions)), -1.0
+        ref = self.replay.random_slots(self.config.traj_filter_sample)
+        episodes = [self.replay.episode(int(i)) for i in ref]
+        instructions = batch.instructions + [e.instruction for e in episodes]
+        values = torch.tensor(self.instruction_values(instructions))
+        rewards = torch.cat([batch.final_reward,
+                             torch.tensor([e.reward for e in episodes], dtype=torch.float32)])
+        traj_adv = rewards - values
+        threshold = float(torch.quantile(traj_adv, q))
+        n = len(batch.instructions)
+        return (traj_adv[:n] >= threshold).float(), threshold
+
+    def _stale_share(self, batch: EpisodeBatch, rho: torch.Tensor) -> torch.Tensor:
+        return batch.episode_mean((rho < self.config.stale_rho).float())
+
+    def _evict_stale(self, slots: np.ndarray, batch: EpisodeBatch, rho: torch.Tensor) -> int:
+        """Remove the measured episodes whose share of stale steps exceeds the bound."""
+        limit = self.config.max_stale_share
+        if limit is None:
+            return 0
+        bad = np.unique(np.asarray(slots)[(self._stale_share(batch, rho) > limit).numpy()])
+        before = len(self.replay)
+        self.replay.remove(bad)
+        gone = before - len(self.replay)
+        self.evicted["stale"] += gone
+        return gone
 
     def _priorities(self, batch: EpisodeBatch, td: torch.Tensor, rho: torch.Tensor,
                     log_pi: torch.Tensor) -> np.ndarray:
@@ -319,10 +500,12 @@ class ARIDETrainer(ActorCriticState):
         return np.where(np.isfinite(out), out, self.replay.max_priority)  # NaN: replay it soon
 
     @torch.no_grad()
-    def refresh_priorities(self, slots: Sequence[int] | np.ndarray) -> None:
-        """Re-score stored episodes under the current π and V (chunks of a batch)."""
+    def refresh_priorities(self, slots: Sequence[int] | np.ndarray) -> int:
+        """Re-score stored episodes under the current π and V (chunks of a batch); those
+        now mostly stale leave. Returns how many left."""
         cfg = self.config
         slots = np.asarray(slots, dtype=np.int64)
+        evicted = 0
         for lo in range(0, slots.size, cfg.batch_episodes):
             chunk = slots[lo : lo + cfg.batch_episodes]
             batch = EpisodeBatch.build([self.replay.episode(int(i)) for i in chunk])
@@ -330,23 +513,40 @@ class ARIDETrainer(ActorCriticState):
             log_pi = batch.pad(out.log_prob)
             values = batch.pad(self.critic(out.features))
             rho = torch.exp((log_pi - batch.log_mu).clamp(max=30.0)) * batch.mask
-            td = (batch.rewards + cfg.gamma * _shift(values) - values) * batch.mask
+            rewards = batch.rewards - cfg.step_cost * batch.mask
+            td = (rewards + cfg.gamma * _shift(values) - values) * batch.mask
             self.replay.update_priorities(chunk, self._priorities(batch, td, rho, log_pi))
+            evicted += self._evict_stale(chunk, batch, rho)
+        return evicted
 
     @torch.no_grad()
     def instruction_values(self, instructions: Sequence[str]) -> list[float]:
-        """V_traj per instruction: estimated success probability, for a task curriculum."""
+        """V_traj per instruction: estimated success probability (the trajectory filter's
+        baseline; also usable for a task curriculum). Unique instructions are scored
+        once."""
         if not instructions:
             return []
-        feats = self.policy.instruction_features(list(instructions))
-        return [float(v) for v in self.traj_critic(feats)]
+        unique = sorted(set(instructions))
+        vals = self.traj_critic(self.policy.instruction_features(unique)).tolist()
+        lookup = dict(zip(unique, vals, strict=True))
+        return [float(lookup[i]) for i in instructions]
 
     # -- Trainer protocol: state -------------------------------------------------
     def _extra_meta(self) -> dict[str, Any]:
-        return {"timings": dict(self.timings)}
+        return {"timings": dict(self.timings), "entropy_boost": self.entropy_boost,
+                "train_seconds": self.train_seconds, "horizon_updates": self.horizon_updates,
+                "horizon_seconds": self.horizon_seconds, "evicted": dict(self.evicted)}
 
     def _load_extra_meta(self, meta: Mapping[str, Any]) -> None:
         self.timings.update(meta.get("timings", {}))
+        self.entropy_boost = float(meta.get("entropy_boost", 0.0))
+        self.train_seconds = float(meta.get("train_seconds", 0.0))
+        # this run's config wins over the checkpoint's plan (call set_horizon after loading)
+        if self.config.horizon_updates is None:
+            self.horizon_updates = meta.get("horizon_updates", self.horizon_updates)
+        if self.config.horizon_seconds is None:
+            self.horizon_seconds = meta.get("horizon_seconds", self.horizon_seconds)
+        self.evicted.update(meta.get("evicted", {}))
 
     def _optimizers(self) -> dict[str, torch.optim.Optimizer]:
         return {"actor": self.actor_opt, "critic": self.critic_opt, "traj": self.traj_opt}

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 from distrl_sdk.errors import ConfigError
 from distrl_sdk.learn.api import EpisodeRecord, TrainablePolicy
-from distrl_sdk.learn.aride import EpisodeBatch
+from distrl_sdk.learn.aride import EpisodeBatch, ratio_stats
 from distrl_sdk.learn.critics import StepCritic, TrajectoryCritic
 from distrl_sdk.learn.replay import PrioritizedReplay
 from distrl_sdk.learn.state import ActorCriticState
@@ -137,7 +137,10 @@ class DigiRLTrainer(ActorCriticState):
                 "critic_loss": float(critic_loss.detach()),
                 "traj_critic_loss": float(traj_loss.detach()),
                 "entropy": float((abatch.pad(out.entropy.detach())).sum() / n),
-                "mean_rho": float(rho.sum() / n), "positive_advantage": float(weight.sum() / n),
+                # the same ratio diagnostics as A-RIDE's (DigiRL ignores ratios; they show
+                # how off-policy its replay is): clipped above 1, stale below 0.1, ESS
+                **ratio_stats(rho, abatch.mask, rho_max=1.0, stale_rho=0.1),
+                "positive_advantage": float(weight.sum() / n),
                 "mean_priority": 1.0, "kept_episodes": float(kept.size),
                 "policy_lag_min": float(lags.min()), "policy_lag_avg": float(lags.mean()),
                 "policy_lag_max": float(lags.max()), "replay_size": float(len(self.replay)),

@@ -12,22 +12,32 @@ trajectories): episode τ is drawn with probability
 
 and carries the importance weight w(τ) = (N·P(τ))^−β / max_τ' w(τ'), which undoes the
 bias of non-uniform sampling as β → 1 (normalising by the buffer-wide maximum keeps
-every weight ≤ 1, so priorities only ever scale updates down). New episodes enter at
-the highest priority seen so far, so each is replayed at least once before the
-learner has scored it. The buffer is circular: when full, the oldest episode leaves.
+every weight ≤ 1, so priorities only ever scale updates down; the least likely
+episode comes from a min-tree, O(1) to read). New episodes enter at the highest
+*measured* priority now in replay (a max-tree over scored episodes), so each is
+replayed soon; once the learner scores it, it keeps its own value. The entry level
+follows the buffer: when the episode that set it is re-scored lower or leaves, new
+episodes enter lower (not at the run's all-time maximum). The buffer is circular:
+when full, the oldest episode leaves.
 
 Policy lag (the learner's version minus the oldest version that acted in an episode)
 is bounded by ``max_lag`` = K: in ``"drop"`` mode older episodes are refused on
 ``add`` and removed by ``prune``; in ``"downweight"`` mode they stay but their weights
-are multiplied by ``lag_decay ** (lag − K)``. Only numpy here: torch is not needed.
+are multiplied by ``lag_decay ** (lag − K)``.
+
+Every bookkeeping operation is O(log n) or better per episode touched: pruning pops a
+version heap, the mean priority is a running sum, the stalest episodes are the front
+of a scoring-order list, the smallest and largest priorities are tree roots. Only
+numpy here: torch is not needed.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections import deque
-from collections.abc import Iterator, Sequence
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, Literal
 
 import numpy as np
@@ -35,7 +45,8 @@ import numpy.typing as npt
 
 from distrl_sdk.learn.api import EpisodeRecord
 
-__all__ = ["LagMode", "PrioritizedReplay", "ReplayEntry", "ReplaySample", "SumTree"]
+__all__ = ["ExtremumTree", "LagMode", "PrioritizedReplay", "ReplayEntry", "ReplaySample",
+           "SumTree"]
 
 LagMode = Literal["drop", "downweight"]
 FloatArray = npt.NDArray[np.float64]
@@ -81,8 +92,8 @@ class SumTree:
             node >>= 1
 
     def update_batch(self, indices: npt.ArrayLike, priorities: npt.ArrayLike) -> None:
-        """Set many leaves (the last write wins for repeats), then recompute each
-        affected ancestor once per level: O(k log n) with k vectorised."""
+        """Set many leaves (the last write wins for repeats), then recompute the
+        affected ancestors level by level: O(k log n) with k vectorised."""
         idx = np.asarray(indices, dtype=np.int64).ravel()
         pri = np.broadcast_to(np.asarray(priorities, dtype=np.float64), idx.shape)
         if idx.size == 0:
@@ -92,13 +103,11 @@ class SumTree:
         if not np.all(np.isfinite(pri)) or np.any(pri < 0):
             raise ValueError("priorities must be finite and ≥ 0")
         tree = self._tree
-        tree[self._size + idx] = pri
-        nodes = np.unique((self._size + idx) >> 1)
-        while nodes[0] >= 1:
+        tree[self._size + idx] = pri  # repeats: numpy keeps the last write
+        nodes = (self._size + idx) >> 1
+        for _ in range(self._depth):  # repeated nodes just write the same sum twice
             tree[nodes] = tree[2 * nodes] + tree[2 * nodes + 1]
-            if nodes[0] == 1:
-                break
-            nodes = np.unique(nodes >> 1)
+            nodes >>= 1
 
     def set_all(self, priorities: npt.ArrayLike) -> None:
         """Replace every leaf and rebuild all sums in O(n) (used when α changes)."""
@@ -153,6 +162,59 @@ class SumTree:
         return self.find(np.minimum(values, np.nextafter(total, 0.0)))
 
 
+class ExtremumTree:
+    """Minimum (or maximum) of ``capacity`` leaves; O(log n) update, O(1) root.
+
+    Empty leaves hold the identity (+inf for a min-tree, −inf for a max-tree)."""
+
+    def __init__(self, capacity: int, *, largest: bool = False) -> None:
+        if capacity < 1:
+            raise ValueError(f"tree capacity must be ≥ 1, got {capacity}")
+        self.capacity = capacity
+        self._size = 1 << max(0, (capacity - 1).bit_length())
+        self._depth = self._size.bit_length() - 1
+        self._largest = largest
+        self._op: Callable[..., Any] = np.maximum if largest else np.minimum
+        self.identity = -np.inf if largest else np.inf
+        self._tree: FloatArray = np.full(2 * self._size, self.identity, dtype=np.float64)
+
+    @property
+    def root(self) -> float:
+        """The extremum over all leaves (the identity when every leaf is empty)."""
+        return float(self._tree[1])
+
+    def update_batch(self, indices: npt.ArrayLike, values: npt.ArrayLike) -> None:
+        """Set leaves (last write wins), then fix each affected ancestor once per level."""
+        idx = np.asarray(indices, dtype=np.int64).ravel()
+        if idx.size == 0:
+            return
+        tree, op = self._tree, self._op
+        if idx.size == 1:  # a plain walk beats numpy's per-call cost for one leaf
+            node = self._size + int(idx[0])
+            tree[node] = float(np.asarray(values, dtype=np.float64).ravel()[0])
+            pick = max if self._largest else min
+            for _ in range(self._depth):
+                node >>= 1
+                tree[node] = pick(tree[2 * node], tree[2 * node + 1])
+            return
+        tree[self._size + idx] = np.broadcast_to(np.asarray(values, dtype=np.float64), idx.shape)
+        nodes = (self._size + idx) >> 1
+        for _ in range(self._depth):  # repeated nodes just write the same value twice
+            tree[nodes] = op(tree[2 * nodes], tree[2 * nodes + 1])
+            nodes >>= 1
+
+    def set_all(self, values: npt.ArrayLike) -> None:
+        """Replace every leaf and rebuild in O(n)."""
+        val = np.asarray(values, dtype=np.float64)
+        tree, op = self._tree, self._op
+        tree[:] = self.identity
+        tree[self._size : self._size + self.capacity] = val
+        lo = self._size
+        while lo > 1:
+            hi, lo = lo, lo // 2
+            tree[lo:hi] = op(tree[2 * lo : 2 * hi : 2], tree[2 * lo + 1 : 2 * hi : 2])
+
+
 @dataclass(frozen=True)
 class ReplaySample:
     """A prioritized batch of episodes."""
@@ -173,6 +235,7 @@ class ReplayEntry:
     priority: float  # raw p(τ), before the α exponent
     seq: int  # insertion order (eviction is oldest-first)
     scored_at: int  # the counter value when its priority was last set (refresh order)
+    measured: bool = True  # False while it holds the entry priority, not its own score
 
 
 class PrioritizedReplay:
@@ -191,18 +254,24 @@ class PrioritizedReplay:
         self.lag_decay, self.eps = lag_decay, eps
         self.rng = np.random.default_rng(seed)
         self._tree = SumTree(capacity)
+        self._min_tree = ExtremumTree(capacity)  # min of p^α over stored: IS normalisation
+        self._max_measured = ExtremumTree(capacity, largest=True)  # entry priority
         self._alpha = 1.0  # the exponent the tree's leaves are raised to
         self._episodes: list[EpisodeRecord | None] = [None] * capacity
         self._priority: FloatArray = np.zeros(capacity)  # raw p(τ); 0 where empty
         self._version: IntArray = np.zeros(capacity, dtype=np.int64)
         self._seq: IntArray = np.full(capacity, -1, dtype=np.int64)  # -1: empty slot
         self._scored_at: IntArray = np.zeros(capacity, dtype=np.int64)
+        self._measured = np.zeros(capacity, dtype=bool)
         self._next_seq = 0
         self._free: list[int] = list(range(capacity))  # a heap: lowest free slot first
         self._order: deque[tuple[int, int]] = deque()  # (seq, slot) in insertion order
+        self._by_version: list[tuple[int, int, int]] = []  # heap of (version, seq, slot)
+        self._score_order: OrderedDict[int, None] = OrderedDict()  # slots, stalest first
         self._count = 0
+        self._psum = 0.0  # Σ raw priorities of stored episodes (mean_priority)
         self._clock = 0  # bumped by every priority write: orders refreshes
-        self._max_priority = 1.0
+        self._initial_priority = 1.0  # entry priority while nothing has been measured
 
     # -- bookkeeping ------------------------------------------------------------
     def __len__(self) -> int:
@@ -223,19 +292,41 @@ class PrioritizedReplay:
 
     @property
     def max_priority(self) -> float:
-        return self._max_priority
+        """The priority a new episode enters at: the highest measured priority now in
+        replay (``initial`` 1.0 while none is measured)."""
+        top = self._max_measured.root
+        return top if np.isfinite(top) else self._initial_priority
+
+    def mean_priority(self) -> float:
+        """Mean raw priority over stored episodes, O(1) (a running sum)."""
+        return max(self._psum, 0.0) / self._count if self._count else 0.0
+
+    def measured(self, slots: npt.ArrayLike) -> npt.NDArray[np.bool_]:
+        """Whether each slot's priority is its own score (not the entry priority)."""
+        return self._measured[np.asarray(slots, dtype=np.int64)].copy()
 
     def lags(self, current_version: int, slots: npt.ArrayLike | None = None) -> IntArray:
         """Policy lag of the episodes in ``slots`` (default: all stored)."""
         s = self.filled() if slots is None else np.asarray(slots, dtype=np.int64)
         return np.maximum(current_version - self._version[s], 0)
 
+    def random_slots(self, n: int) -> IntArray:
+        """All stored slots if there are at most ``n``, else ``n`` of them drawn uniformly
+        (with replacement): O(n) while the buffer is at least a quarter full."""
+        if self._count <= n:
+            return self.filled()
+        if 4 * self._count >= self.capacity:  # rejection sampling over slots
+            out: list[int] = []
+            while len(out) < n:
+                cand = self.rng.integers(0, self.capacity, size=2 * (n - len(out)))
+                out.extend(cand[self._seq[cand] >= 0][: n - len(out)].tolist())
+            return np.asarray(out, dtype=np.int64)
+        return self.rng.choice(self.filled(), size=n)
+
     def stalest(self, n: int) -> IntArray:
-        """Up to ``n`` stored slots whose priority was set longest ago (rolling refresh)."""
-        s = self.filled()
-        if n >= s.size:
-            return s
-        return s[np.argpartition(self._scored_at[s], n)[:n]]
+        """Up to ``n`` stored slots whose priority was set longest ago (rolling refresh),
+        stalest first; O(n) in the slots returned, not in the buffer."""
+        return np.fromiter(islice(self._score_order, max(0, n)), dtype=np.int64)
 
     def entries(self) -> Iterator[ReplayEntry]:
         """Stored episodes in insertion order, for checkpoints."""
@@ -243,12 +334,13 @@ class PrioritizedReplay:
         for slot in s[np.argsort(self._seq[s], kind="stable")]:
             i = int(slot)
             yield ReplayEntry(i, self.episode(i), float(self._priority[i]),
-                              int(self._seq[i]), int(self._scored_at[i]))
+                              int(self._seq[i]), int(self._scored_at[i]),
+                              bool(self._measured[i]))
 
     def state_meta(self) -> dict[str, Any]:
         """JSON-able counters and the sampling RNG (episodes travel separately)."""
         return {"capacity": self.capacity, "alpha": self._alpha, "next_seq": self._next_seq,
-                "clock": self._clock, "max_priority": self._max_priority,
+                "clock": self._clock, "max_priority": self.max_priority,
                 "rng": self.rng.bit_generator.state}
 
     def restore(self, entries: Sequence[ReplayEntry], meta: dict[str, Any]) -> None:
@@ -263,8 +355,8 @@ class PrioritizedReplay:
             self._version[e.slot] = e.episode.policy_version
             self._seq[e.slot] = e.seq
             self._scored_at[e.slot] = e.scored_at
+            self._measured[e.slot] = e.measured
         self._next_seq, self._clock = int(meta["next_seq"]), int(meta["clock"])
-        self._max_priority = float(meta["max_priority"])
         self._alpha = float(meta["alpha"])
         self._reindex()
         self._rebuild()
@@ -274,15 +366,22 @@ class PrioritizedReplay:
         self._episodes = [None] * self.capacity
         self._priority[:] = 0.0
         self._seq[:] = -1
+        self._measured[:] = False
         self._reindex()
-        self._tree.set_all(np.zeros(self.capacity))
+        self._rebuild()
 
     def _reindex(self) -> None:
-        """Free-slot heap, insertion queue and count from the slot arrays."""
+        """Free-slot heap, insertion queue, version heap, scoring order, count and
+        priority sum from the slot arrays (O(n log n): restore and clear only)."""
         s = self.filled()
         self._free = np.flatnonzero(self._seq < 0).tolist()  # sorted, so already a heap
         self._order = deque((int(self._seq[i]), int(i)) for i in s[np.argsort(self._seq[s])])
+        self._by_version = [(int(self._version[i]), int(self._seq[i]), int(i)) for i in s]
+        heapq.heapify(self._by_version)
+        self._score_order = OrderedDict(
+            (int(i), None) for i in s[np.argsort(self._scored_at[s], kind="stable")])
         self._count = int(s.size)
+        self._psum = float(self._priority[s].sum())
 
     # -- writing ----------------------------------------------------------------
     def add(self, episode: EpisodeRecord, priority: float | None = None, *,
@@ -300,13 +399,19 @@ class PrioritizedReplay:
                 seq, slot = self._order.popleft()
                 if self._seq[slot] == seq:
                     break
-        p = self._max_priority if priority is None else float(priority)
+        if self._seq[slot] >= 0:  # the evicted episode's mass leaves the running sum
+            self._psum -= float(self._priority[slot])
+        p = self.max_priority if priority is None else float(priority)
         self._episodes[slot] = episode
         self._version[slot] = episode.policy_version
         self._seq[slot] = self._next_seq
         self._order.append((self._next_seq, slot))
+        heapq.heappush(self._by_version, (episode.policy_version, self._next_seq, slot))
+        if len(self._by_version) > 2 * self.capacity + 64:  # drop entries of evicted ones
+            self._by_version = [e for e in self._by_version if self._seq[e[2]] == e[1]]
+            heapq.heapify(self._by_version)
         self._next_seq += 1
-        self._write(np.array([slot]), np.array([p]))
+        self._write(np.array([slot]), np.array([p]), measured=priority is not None)
         return slot
 
     def update_priorities(self, slots: npt.ArrayLike, priorities: npt.ArrayLike) -> None:
@@ -316,7 +421,12 @@ class PrioritizedReplay:
         if not np.all(np.isfinite(p)) or np.any(p < 0):
             raise ValueError("priorities must be finite and ≥ 0")
         keep = self._seq[s] >= 0
-        self._write(s[keep], p[keep])
+        s, p = s[keep], p[keep]
+        if s.size:  # repeats: the last write wins, as in the trees
+            last = s.size - 1 - np.unique(s[::-1], return_index=True)[1]
+            s, p = s[last], p[last]
+        self._psum -= float(self._priority[s].sum())
+        self._write(s, p, measured=True)
 
     def remove(self, slots: npt.ArrayLike) -> None:
         s = np.unique(np.asarray(slots, dtype=np.int64).ravel())
@@ -324,35 +434,55 @@ class PrioritizedReplay:
         for i in s.tolist():
             self._episodes[i] = None
             heapq.heappush(self._free, i)
+            self._score_order.pop(i, None)
         self._count -= int(s.size)
+        self._psum -= float(self._priority[s].sum())
         self._priority[s] = 0.0
         self._seq[s] = -1
+        self._measured[s] = False
         self._tree.update_batch(s, 0.0)
+        self._min_tree.update_batch(s, self._min_tree.identity)
+        self._max_measured.update_batch(s, self._max_measured.identity)
 
     def prune(self, current_version: int) -> int:
-        """In ``"drop"`` mode remove episodes older than the lag bound; returns how many."""
+        """In ``"drop"`` mode remove episodes older than the lag bound; returns how many.
+        Pops a version-ordered heap: O(log n) per episode removed, not a scan."""
         if self.max_lag is None or self.lag_mode != "drop":
             return 0
-        s = self.filled()
-        old = s[current_version - self._version[s] > self.max_lag]
-        if old.size:
+        heap, old = self._by_version, []
+        while heap and current_version - heap[0][0] > self.max_lag:
+            _, seq, slot = heapq.heappop(heap)
+            if self._seq[slot] == seq:  # else: already evicted or removed
+                old.append(slot)
+        if old:
             self.remove(old)
-        return int(old.size)
+        return len(old)
 
-    def _write(self, slots: IntArray, priorities: FloatArray) -> None:
+    def _write(self, slots: IntArray, priorities: FloatArray, *, measured: bool) -> None:
+        """Slots must be distinct and stored, and their old mass already out of _psum."""
         p = np.maximum(priorities, 0.0) + self.eps  # ε: nothing becomes unsampleable
         self._priority[slots] = p
+        self._psum += float(p.sum())
         self._clock += 1
         self._scored_at[slots] = self._clock
-        if p.size:
-            self._max_priority = max(self._max_priority, float(p.max()))
+        for i in slots.tolist():  # newest score last: the front is the stalest
+            self._score_order[i] = None
+            self._score_order.move_to_end(i)
+        self._measured[slots] = measured
+        pa = p**self._alpha
         if slots.size == 1:  # the common add(): a plain walk beats numpy's per-call cost
-            self._tree.update(int(slots[0]), float(p[0] ** self._alpha))
+            self._tree.update(int(slots[0]), float(pa[0]))
         else:
-            self._tree.update_batch(slots, p**self._alpha)
+            self._tree.update_batch(slots, pa)
+        self._min_tree.update_batch(slots, np.where(pa > 0, pa, np.inf))  # 0: never drawn
+        self._max_measured.update_batch(slots, p if measured else self._max_measured.identity)
 
     def _rebuild(self) -> None:
-        self._tree.set_all(np.where(self._seq >= 0, self._priority**self._alpha, 0.0))
+        stored = self._seq >= 0
+        pa = np.where(stored, self._priority**self._alpha, 0.0)
+        self._tree.set_all(pa)
+        self._min_tree.set_all(np.where(stored & (pa > 0), pa, np.inf))
+        self._max_measured.set_all(np.where(stored & self._measured, self._priority, -np.inf))
 
     # -- sampling ---------------------------------------------------------------
     def probabilities(self, alpha: float) -> FloatArray:
@@ -372,8 +502,7 @@ class PrioritizedReplay:
         slots = self._tree.sample(batch, self.rng)
         total = self._tree.total
         probs = self._priority[slots] ** alpha / total
-        leaves = np.asarray(self._tree.leaves())
-        p_min = float(leaves[leaves > 0].min()) / total  # the least likely drawable episode
+        p_min = self._min_tree.root / total  # the least likely drawable episode
         weights = (probs / p_min) ** (-beta)  # = (N·P)^−β / max (N·P)^−β
         version = self._version[slots].max() if current_version is None else current_version
         lags = np.maximum(version - self._version[slots], 0)

@@ -20,7 +20,8 @@ added since the previous save as one new segment, and the checkpoint keeps a sma
 index::
 
     replay_index.json         format 2: replay counters + RNG, the segments it needs,
-                              and [slot, seq, episode id, priority, scored_at, segment]
+                              and [slot, seq, episode id, priority, scored_at, segment,
+                              measured]
                               per stored episode
     DIR/seg-<lo>-<hi>-<tag>.jsonl / .safetensors   one line per episode (+ its frames)
 
@@ -264,8 +265,8 @@ def _persist_replay(replay: PrioritizedReplay, root: Path) -> dict[str, Any]:
         name = _write_segment(root, fresh)
         known.sizes[name] = len(fresh)
         known.where.update({e.seq: (name, e.episode.id) for e in fresh})
-    rows = [[e.slot, e.seq, e.episode.id, e.priority, e.scored_at, known.where[e.seq][0]]
-            for e in live]
+    rows = [[e.slot, e.seq, e.episode.id, e.priority, e.scored_at, known.where[e.seq][0],
+             e.measured] for e in live]
     return {"format": STORE_FORMAT, "replay": replay.state_meta(),
             "segments": sorted({r[5] for r in rows}), "entries": rows}
 
@@ -293,11 +294,13 @@ def _load_from_store(replay: PrioritizedReplay, index: Mapping[str, Any], root: 
                     episodes[seq] = _episode_from_json(rec["episode"], frames)
         known.sizes[seg] = n
     entries = []
-    for seq, (slot, _, eid, prio, scored_at, seg) in sorted(want.items()):
+    for seq, row in sorted(want.items()):
+        slot, _, eid, prio, scored_at, seg = row[:6]
+        measured = bool(row[6]) if len(row) > 6 else True  # older indexes: all scored
         ep = episodes.get(seq)
         if ep is None or ep.id != eid:
             raise ValueError(f"episode seq {seq} ({eid}) is missing from segment {seg}")
-        entries.append(ReplayEntry(int(slot), ep, float(prio), seq, int(scored_at)))
+        entries.append(ReplayEntry(int(slot), ep, float(prio), seq, int(scored_at), measured))
         known.where[seq] = (seg, eid)
     replay.restore(entries, index["replay"])
     _PERSISTED[replay] = known
@@ -347,7 +350,7 @@ def save_trainer(trainer: Trainer, directory: str | Path, *,
             lines = [json.dumps({"format": FORMAT, "replay": replay.state_meta()})]
             for e in replay.entries():
                 lines.append(json.dumps({"slot": e.slot, "priority": e.priority, "seq": e.seq,
-                                         "scored_at": e.scored_at,
+                                         "scored_at": e.scored_at, "measured": e.measured,
                                          "episode": _episode_json(e.episode, f"e{e.seq}",
                                                                   frames)}))
             _write(tmp / _REPLAY, ("\n".join(lines) + "\n").encode())
@@ -408,7 +411,8 @@ def load_trainer_state(trainer: Trainer, directory: str | Path) -> dict[str, Any
             with open(d / _REPLAY, encoding="utf-8") as f:
                 header = json.loads(f.readline())
                 entries = [ReplayEntry(int(r["slot"]), _episode_from_json(r["episode"], frames),
-                                       float(r["priority"]), int(r["seq"]), int(r["scored_at"]))
+                                       float(r["priority"]), int(r["seq"]), int(r["scored_at"]),
+                                       bool(r.get("measured", True)))
                            for r in (json.loads(line) for line in f if line.strip())]
             replay.restore(entries, header["replay"])
         except Exception as exc:

@@ -222,3 +222,69 @@ def test_add_remove_keep_a_consistent_circular_buffer(capacity: int,
         assert sorted(replay.filled().tolist()) == sorted(model)
         assert {s: replay.episode(s).id for s in model} == {s: f"ep{i}" for s, i in model.items()}
         assert replay._tree.total == pytest.approx(len(model))
+
+
+def test_new_episodes_enter_at_the_highest_measured_priority_which_decays() -> None:
+    """The entry level is the max over scored episodes now stored — it falls when the
+    episode that set it is re-scored lower or leaves, unlike an all-time maximum."""
+    replay = PrioritizedReplay(8, eps=0.0)
+    a, b = replay.add(episode(0)), replay.add(episode(1))
+    assert replay.max_priority == 1.0 and not replay.measured([a, b]).any()
+    replay.update_priorities([a, b], [9.0, 2.0])
+    assert replay.max_priority == 9.0
+    c = replay.add(episode(2))
+    assert replay.priorities([c])[0] == 9.0 and not replay.measured([c])[0]
+    replay.update_priorities([a], [0.5])  # measured lower: the entry level follows
+    assert replay.max_priority == 2.0  # c's unmeasured 9.0 does not hold it up
+    replay.remove([b])
+    assert replay.max_priority == 0.5
+    d = replay.add(episode(3))
+    assert replay.priorities([d])[0] == 0.5
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=st.lists(st.one_of(
+    st.tuples(st.just("add"), st.integers(0, 9), st.none()),
+    st.tuples(st.just("score"), st.integers(0, 5), st.floats(0.0, 20.0)),
+    st.tuples(st.just("remove"), st.integers(0, 5), st.none()),
+    st.tuples(st.just("prune"), st.integers(0, 12), st.none())), max_size=50))
+def test_log_n_bookkeeping_matches_a_brute_force_scan(
+        ops: list[tuple[str, int, float | None]]) -> None:
+    """Running sum, min/max trees, version heap and scoring order against O(n) scans."""
+    replay = PrioritizedReplay(6, eps=0.0, max_lag=3)
+    n = 0
+    for op, arg, val in ops:
+        if op == "add":
+            replay.add(episode(n, version=arg))
+            n += 1
+        elif op == "score" and arg < 6 and replay.filled().size:
+            slot = int(replay.filled()[arg % replay.filled().size])
+            replay.update_priorities([slot], [val])
+        elif op == "remove":
+            replay.remove([arg])
+        elif op == "prune":
+            s = replay.filled()
+            expect = int((arg - replay._version[s] > 3).sum())
+            assert replay.prune(arg) == expect
+        s = replay.filled()
+        pri = replay.priorities(s)
+        assert replay.mean_priority() == pytest.approx(pri.mean() if s.size else 0.0)
+        scored = pri[replay.measured(s)]
+        assert replay.max_priority == (scored.max() if scored.size else 1.0)
+        order = s[np.argsort(replay._scored_at[s], kind="stable")]
+        assert replay.stalest(3).tolist() == order[:3].tolist()
+        if s.size and pri.max() > 0:
+            smp = replay.sample(4, 1.0, 1.0)
+            positive = pri[pri > 0]
+            assert np.allclose(smp.weights, (replay.priorities(smp.indices) / positive.min())
+                               ** -1.0)
+
+
+def test_random_slots_are_stored_slots() -> None:
+    replay = PrioritizedReplay(40, seed=1)
+    for i in range(30):
+        replay.add(episode(i))
+    replay.remove([0, 5, 7])
+    assert sorted(replay.random_slots(100).tolist()) == replay.filled().tolist()  # ≤ n: all
+    drawn = replay.random_slots(10)
+    assert drawn.size == 10 and set(drawn.tolist()) <= set(replay.filled().tolist())

@@ -1,0 +1,121 @@
+"""A-RIDE's bounds and stabilisers: lagged data leaves, the entropy floor holds, a step
+cost and advantage normalisation do what they say (bandit toy of test_aride_toy)."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from distrl_sdk.errors import ConfigError
+from distrl_sdk.learn import ARIDEConfig, ARIDETrainer
+from distrl_sdk.learn.aride import _normalise
+from tests.learn.test_aride_toy import BanditPolicy, collect, expected_reward
+from tests.learn.toys import GOOD, TablePolicy, episode, step
+
+
+def _entropy(policy: BanditPolicy) -> float:
+    p = policy.probs()
+    return float(-(p * p.log()).sum(-1).mean())
+
+
+def test_stale_episodes_leave_replay_and_bound_the_batches_stale_share() -> None:
+    """The behaviour policy never refreshes (version 0 forever, no version bound) while
+    the learner sharpens: episodes whose steps π no longer takes (ρ < 0.1) are evicted
+    when measured, so batches stay useful; without the bound they pile up."""
+    shares = {}
+    for bound in (0.5, None):
+        policy = BanditPolicy(seed=1)
+        tr = ARIDETrainer(policy, ARIDEConfig(actor_lr=3e-2, critic_lr=3e-3, min_episodes=16,
+                                              max_policy_lag=None, max_stale_share=bound,
+                                              refresh_every=2, refresh_size=16,
+                                              entropy_target=None))
+        behaviour = copy.deepcopy(policy)
+        rng = np.random.default_rng(0)
+        for ep in collect(behaviour, 0, 64, rng):
+            tr.add_episode(ep)
+        metrics = []
+        for _ in range(80):
+            for ep in collect(behaviour, 0, 4, rng):
+                tr.add_episode(ep)
+            metrics.append(tr.update())
+        assert expected_reward(policy) > 0.6  # the learner really moved away from μ
+        shares[bound] = float(np.mean([m["rho_stale_share"] for m in metrics[-20:]]))
+        if bound is not None:
+            assert tr.evicted["stale"] > 0 and sum(m["stale_evicted"] for m in metrics) > 0
+            assert metrics[-1]["rho_ess"] > 0
+    assert shares[None] > 0.3
+    assert shares[0.5] < shares[None] - 0.1
+
+
+def test_entropy_floor_prevents_collapse() -> None:
+    """A large learning rate and no base entropy bonus collapse the policy onto its best
+    arms; with entropy_target = 0.6 nats the adaptive β holds entropy near the target
+    and reports the higher coefficient."""
+    results = {}
+    for target in (None, 0.6):
+        policy = BanditPolicy(seed=1)
+        tr = ARIDETrainer(policy, ARIDEConfig(actor_lr=5e-2, critic_lr=3e-3, entropy_coef=0.0,
+                                              entropy_target=target, entropy_coef_lr=0.05,
+                                              min_episodes=16, max_policy_lag=None))
+        rng = np.random.default_rng(0)
+        for ep in collect(policy, 0, 32, rng):
+            tr.add_episode(ep)
+        metrics = []
+        for _ in range(150):
+            for ep in collect(copy.deepcopy(policy), tr.version, 4, rng):
+                tr.add_episode(ep)
+            metrics.append(tr.update())
+        results[target] = (_entropy(policy), metrics[-1]["entropy_coef"])
+    assert results[None][0] < 0.3 and results[None][1] == 0.0
+    assert results[0.6][0] > 0.45 and results[0.6][1] > 0.0
+
+
+def test_step_cost_lowers_every_steps_advantage() -> None:
+    """One-step episodes, frozen critic: a cost c per step lowers A = r − c − V by c, seen
+    in the gradient that reaches log π."""
+    grads = {}
+    for cost in (0.0, 0.25):
+        policy = TablePolicy(1, p_good=[0.5], probe=True)
+        tr = ARIDETrainer(policy, ARIDEConfig(step_cost=cost, critic_lr=0.0, actor_lr=0.0,
+                                              entropy_target=None, min_episodes=1,
+                                              batch_episodes=1, refresh_every=0))
+        tr.add_episode(episode([step(0, GOOD, 1.0, math.log(0.5))], reward=1.0))
+        tr.update()
+        grads[cost] = policy.last_grads()[0][1]
+    assert -grads[0.25] == pytest.approx(-grads[0.0] - 0.25, abs=1e-5)
+
+
+def test_advantage_normalisation() -> None:
+    adv = torch.tensor([[1.0, 3.0, 0.0], [5.0, 0.0, 0.0]])
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]])
+    out = _normalise(adv, mask)
+    real = out[mask > 0]
+    assert float(real.mean()) == pytest.approx(0.0, abs=1e-6)
+    assert float(real.pow(2).mean()) == pytest.approx(1.0, abs=1e-5)
+    assert torch.all(out[mask == 0] == 0)
+    const = _normalise(torch.ones(1, 2), torch.ones(1, 2))
+    assert torch.isfinite(const).all() and torch.all(const == 0)
+    # and through the trainer: same data, different update
+    tables = []
+    for norm in (False, True):
+        policy = TablePolicy(1, p_good=[0.5], probe=True)
+        tr = ARIDETrainer(policy, ARIDEConfig(normalize_advantage=norm, critic_lr=0.0,
+                                              entropy_target=None, min_episodes=1,
+                                              batch_episodes=2, alpha=0.0, refresh_every=0))
+        tr.add_episode(episode([step(0, GOOD, 1.0, math.log(0.5))], reward=1.0, eid="a"))
+        tr.add_episode(episode([step(0, 0, 0.0, math.log(0.5))], reward=0.0, eid="b"))
+        tr.update()
+        tables.append([g for _, g in policy.last_grads()])
+    assert tables[0] != tables[1]
+
+
+def test_new_knobs_are_validated() -> None:
+    for bad in ({"v_target": "q"}, {"vtrace_rho_max": 0.0}, {"max_stale_share": 1.0},
+                {"entropy_target": -1.0}, {"horizon_updates": 0}, {"step_cost": -0.1},
+                {"entropy_coef": 0.5, "entropy_coef_max": 0.1}):
+        with pytest.raises(ConfigError):
+            ARIDEConfig(**bad)  # type: ignore[arg-type]
