@@ -9,7 +9,7 @@ one process (``--procs N`` spreads them over N processes); the broker is an embe
 mosquitto.
 
 Timed: from the publish call (serialisation included) to the last worker holding
-verified tensors. Bar (DESIGN.md §6): ≤ 3 s.
+verified tensors. Bar (docs/design.md §8): ≤ 3 s.
 
     .venv/bin/python bench/broadcast.py [--workers 32] [--mib 35] [--procs 1] [--json]
 """

@@ -1,4 +1,4 @@
-"""Sum-tree sampling throughput (DESIGN.md §6: ≥ 100k samples/s, O(log n)).
+"""Sum-tree sampling throughput (docs/design.md §8: ≥ 100k samples/s, O(log n)).
 
 Draws prioritized batches from a full ``SumTree`` (and from ``PrioritizedReplay``,
 which adds IS weights and the episode lookup), with priority updates interleaved as a

@@ -1,32 +1,34 @@
-"""Training efficiency: A-RIDE + async collection vs DigiRL-style + sync collection.
+"""Training efficiency, held out: demonstrations → SFT → online RL, arms side by side.
 
-Setup. Sim phones run in a child process (`distrl sim serve`, bench/_common.py): by
-default 6 with the ``emulator`` latency profile and 2 ``old-phone`` — a small
-heterogeneous fleet, so a sync round waits for its slowest phone as in the paper. The
-collector (farm.collect.Collector over a DeviceRegistry, through a private adb server)
-and the learner (farm.learner.LocalLearner, in-process, no broker) run in this process.
-Both runs start from the same freshly initialised UITreePolicy (same seed: a uniform,
-near-random start) on the same phones, tasks and wall-clock budget:
+The paper's pipeline (a pretrained agent fine-tuned online) on the sample suite, judged
+on the **test parameter split** by greedy evaluation rounds whose episodes never enter
+replay. Per seed:
 
-- **A-RIDE, async**: every phone plays on its own; the learner trains concurrently
-  (one update after another in a worker thread) and publishes after every update.
-- **DigiRL-style, sync**: rounds with a barrier; after each round the learner runs
-  ``--updates-per-round`` updates while the phones wait, then the next round starts.
+1. ``distrl demos record`` — the oracle on the train split, ``--demos-per-task`` episodes
+   per task family (the budget; default 4, which leaves SFT alone under 50 % held out).
+2. ``distrl sft`` — behaviour cloning of a fresh UI-tree policy with the reading prior
+   and the overlap feature **off**.
+3. Arms, one after another on the same sim phones, the same wall-clock ``--duration``
+   and the same evaluation schedule (``--eval-every`` s; a round = every task's test
+   instances, ``--eval-episodes`` each, the same instances every round):
 
-Success is the sliding-window success rate of the training episodes (sampled actions)
-over the last ``--window`` finished episodes, recorded as each episode finishes.
+   - ``sft``            SFT only: the checkpoint evaluated, nothing trained
+   - ``aride``          SFT + A-RIDE, async collection (the learner trains concurrently)
+   - ``digirl-async``   SFT + DigiRL-style, async collection
+   - ``digirl-sync``    SFT + DigiRL-style, sync collection (barrier rounds; the baseline)
+   - ``scratch``        A-RIDE from scratch (no SFT, prior and overlap feature off)
 
-Figures (as the issue asks): the time A-RIDE needs to reach the baseline's final
-success ÷ the baseline's whole run (bar ≤ ⅓), and A-RIDE's success at the same wall
-time relative to the baseline's (bar ≥ +20 %). ``--easy``: A-RIDE async alone on the
-tasks tagged ``easy``, until ``--target`` (80 %) or ``--duration``; reports the time
-to the target (bar: within 15 minutes on 2 cores).
+Figures (mean over seeds, with the seeds' spread): each arm's final held-out success;
+A-RIDE vs the sync baseline at equal wall time (bar ≥ +20 % relative) and the time
+A-RIDE needs to reach the baseline's final held-out success ÷ the baseline's run (bar
+≤ ⅓); A-RIDE vs SFT alone (must exceed the seeds' spread); the worst held-out drop from
+the best in each run's second half (bar ≤ 10 points); A-RIDE's final held-out success
+(bar ≥ 80 % on the full suite within 30 min). Writes ``results.json`` and a plot
+(matplotlib, if installed) to ``--out``.
 
-Writes ``series.json`` (the curves) and ``training_efficiency.png`` (Pillow) to --out.
-
-    .venv/bin/python bench/training_efficiency.py --duration 600          # ≈ 20 min
-    .venv/bin/python bench/training_efficiency.py --easy --duration 900   # ≤ 15 min
-    .venv/bin/python bench/training_efficiency.py --duration 60 --phones 4  # smoke
+    .venv/bin/python bench/training_efficiency.py                         # the bars: ~8 h
+    .venv/bin/python bench/training_efficiency.py --seeds 0 --duration 300 --arms sft aride
+    .venv/bin/python bench/training_efficiency.py --tag easy --duration 120   # quick look
 """
 
 from __future__ import annotations
@@ -37,295 +39,345 @@ import contextlib
 import json
 import logging
 import signal
+import statistics
+import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import phones_in_child
+from _common import ROOT, phones_in_child
 
 from distrl_sdk.learn.api import Trainer
+from distrl_sdk.policies import load_policy
 from distrl_sdk.policies.uitree import UITreePolicy
 from distrl_sdk.registry import TaskRegistry
 from distrl_sdk.task import Task
 from farm.collect import Collector, CollectorConfig, Mode, TaskSampler
 from farm.device.lifecycle import DeviceState, LifecycleConfig
 from farm.device.registry import DeviceRegistry
-from farm.learner import LearningPoint, LocalLearner, LocalLearnerConfig
+from farm.learner import LocalLearner, LocalLearnerConfig
+from farm.learner.local import EvalPoint
 from farm.sim.adbhost import PrivateAdbServer, bundled_adb
 
 LIFECYCLE = LifecycleConfig(heartbeat_s=10, reaper_s=30, probe_timeout_s=10, boot_poll_s=0.2,
                             backoff_min_s=0.2)
+ARMS: dict[str, tuple[str | None, Mode | None, bool]] = {
+    # name: (algorithm, collection mode, starts from SFT)
+    "sft": (None, None, True),
+    "aride": ("aride", "async", True),
+    "digirl-async": ("digirl", "async", True),
+    "digirl-sync": ("digirl", "sync", True),
+    "scratch": ("aride", "async", False),
+}
+LABELS = {"sft": "SFT only", "aride": "SFT + A-RIDE async",
+          "digirl-async": "SFT + DigiRL-style async", "digirl-sync": "SFT + DigiRL-style sync",
+          "scratch": "A-RIDE from scratch"}
+#: the headline arms' policy: no hand-made reading help
+NO_PRIOR = {"overlap_prior": 0.0, "overlap_feature": False}
 
 
 @dataclass
-class Run:
-    label: str
-    algo: str
-    mode: Mode
+class ArmRun:
+    arm: str
+    seed: int
     wall_s: float = 0.0
     episodes: int = 0
     updates: int = 0
-    update_s: float = 0.0
-    final_success: float = 0.0
-    by_task: dict[str, float] = field(default_factory=dict)
-    points: list[LearningPoint] = field(default_factory=list)
-    collector: dict[str, Any] = field(default_factory=dict)
+    evals: list[dict[str, Any]] = field(default_factory=list)  # EvalPoint as dicts
+
+    @property
+    def final(self) -> float:
+        done = [e for e in self.evals if e["complete"]] or self.evals
+        return done[-1]["success_rate"] if done else 0.0
+
+    def at(self, t: float) -> float:
+        """Held-out success of the newest complete round that ended by ``t``."""
+        before = [e for e in self.evals if e["wall_s"] <= t and e["complete"]]
+        return before[-1]["success_rate"] if before else 0.0
+
+    def first_reaching(self, level: float) -> float | None:
+        for e in self.evals:
+            if e["complete"] and e["success_rate"] >= level:
+                return float(e["wall_s"])
+        return None
+
+    def second_half_drop(self) -> float:
+        """The worst fall below the best-so-far among rounds in the run's second half."""
+        done = [e for e in self.evals if e["complete"]]
+        best, worst = 0.0, 0.0
+        for e in done:
+            best = max(best, e["success_rate"])
+            if e["wall_s"] >= self.wall_s / 2:
+                worst = max(worst, best - e["success_rate"])
+        return worst
 
 
-def select_tasks(opts: argparse.Namespace) -> list[type[Task]]:
-    reg = TaskRegistry.discover()
-    tasks = list(reg)
-    if opts.easy or opts.tag:
-        tag = opts.tag or "easy"
-        tasks = [t for t in tasks if tag in t.tags]
-    if opts.tasks:
-        tasks = [t for t in tasks if t.name.startswith(tuple(opts.tasks.split(",")))]
-    if not tasks:
-        sys.exit("no sample tasks match the selection (--tasks/--tag/--easy)")
-    return tasks
+def run_cli(*args: str, log_path: Path) -> None:
+    """A ``distrl`` command as a user runs it; its output goes to ``log_path``."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    with open(log_path, "w") as f:
+        rc = subprocess.call([sys.executable, "-m", "farm.cli", *args], cwd=ROOT, stdout=f,
+                             stderr=subprocess.STDOUT)
+    if rc not in (0, 1):  # 1: some demonstration failed; the rest are kept
+        sys.exit(f"`distrl {' '.join(args)}` exited {rc}; see {log_path}")
+    print(f"    distrl {args[0]} {args[1] if len(args) > 1 else ''}: "
+          f"{time.monotonic() - t0:.0f} s (log {log_path})", flush=True)
 
 
-def make_trainer(algo: str, policy: UITreePolicy, opts: argparse.Namespace) -> Trainer:
+def prepare_sft(opts: argparse.Namespace, seed: int, out: Path, selection: list[str]) -> Path:
+    demos, ckpt = out / f"seed{seed}" / "demos", out / f"seed{seed}" / "sft"
+    if not (opts.reuse and (demos / "demos.json").is_file()):
+        run_cli("demos", "record", *selection, "--split", "train", "-k",
+                str(opts.demos_per_task), "--sim", str(min(opts.phones, 4)), "--seed",
+                str(seed), "--out", str(demos), "--no-frames", log_path=demos.with_suffix(".log"))
+    if not (opts.reuse and (ckpt / "policy.json").is_file()):
+        run_cli("sft", "--demos", str(demos), "--policy", "uitree", "--policy-config",
+                json.dumps({**NO_PRIOR, "seed": seed}), "--epochs", str(opts.sft_epochs),
+                "--seed", str(seed), "--threads", str(opts.torch_threads), "--out", str(ckpt),
+                log_path=ckpt.with_suffix(".log"))
+    return ckpt
+
+
+def make_trainer(algo: str, policy: Any, opts: argparse.Namespace, seed: int) -> Trainer:
+    horizon = {"horizon_seconds": opts.duration}
     if algo == "aride":
         from distrl_sdk.learn.aride import ARIDEConfig, ARIDETrainer
 
         return ARIDETrainer(policy, ARIDEConfig(
             actor_lr=opts.actor_lr, critic_lr=opts.critic_lr, traj_critic_lr=opts.critic_lr,
             batch_episodes=opts.batch, min_episodes=opts.min_episodes,
-            max_policy_lag=opts.max_lag, entropy_coef=opts.entropy, seed=opts.seed))
+            entropy_coef=opts.entropy, seed=seed, **horizon))
     from distrl_sdk.learn.digirl import DigiRLConfig, DigiRLTrainer
 
     return DigiRLTrainer(policy, DigiRLConfig(
         actor_lr=opts.actor_lr, critic_lr=opts.critic_lr, traj_critic_lr=opts.critic_lr,
         batch_episodes=opts.batch, actor_batch_episodes=opts.batch,
-        min_episodes=opts.min_episodes, seed=opts.seed))
+        min_episodes=opts.min_episodes, seed=seed))
 
 
-async def train(port: int, serials: list[str], tasks: list[type[Task]], algo: str, mode: Mode,
-                opts: argparse.Namespace, *, target: float | None = None) -> Run:
-    label = f"{'A-RIDE' if algo == 'aride' else 'DigiRL-style'} {mode}"
-    run = Run(label, algo, mode)
-    async with DeviceRegistry(port=port, targets=serials, config=LIFECYCLE, discover=False,
-                              device_timeout=60) as reg:
-        for s in serials:
-            await reg.wait_for(s, DeviceState.READY, timeout=120)
-        policy = UITreePolicy.from_config({"seed": opts.seed,
-                                           "overlap_prior": opts.overlap_prior})
-        learner = LocalLearner(make_trainer(algo, policy, opts), LocalLearnerConfig(
-            schedule="concurrent" if mode == "async" else "rounds", window=opts.window,
-            updates_per_round=opts.updates_per_round, torch_threads=opts.torch_threads,
-            max_updates_per_episode=opts.replay_ratio or None),
-            seed=opts.seed)
-        col = Collector(reg, TaskSampler(tasks, seed=opts.seed), learner.provider,
-                        learner.sink, CollectorConfig(mode=mode, duration_s=opts.duration,
-                                                      episode_timeout_s=120))
+async def run_arm(arm: str, seed: int, sft: Path, reg: DeviceRegistry, tasks: list[type[Task]],
+                  opts: argparse.Namespace) -> ArmRun:
+    algo, mode, from_sft = ARMS[arm]
+    run = ArmRun(arm, seed)
+    if from_sft:
+        policy, _ = load_policy(sft)
+    else:
+        policy = UITreePolicy.from_config({**NO_PRIOR, "seed": seed})
+    # the SFT-only arm still needs a trainer for the learner's plumbing; it never updates
+    trainer = make_trainer(algo or "aride", policy, opts, seed)
+    learner = LocalLearner(trainer, LocalLearnerConfig(
+        schedule="rounds" if mode == "sync" else "concurrent",
+        updates_per_round=opts.updates_per_round, torch_threads=opts.torch_threads,
+        max_updates_per_episode=opts.replay_ratio or None, eval_every_s=opts.eval_every,
+        eval_episodes_per_task=opts.eval_episodes, eval_seed=opts.eval_seed),
+        seed=seed, eval_registry=reg, eval_tasks=tasks)
+    t0 = time.monotonic()
 
-        async def progress() -> None:
-            while True:
-                await asyncio.sleep(opts.print_every)
-                st = learner.stats
-                print(f"    {label:<17} {time.monotonic() - t0:6.0f} s  "
-                      f"{st.finished:5d} episodes  success {learner.success_rate:5.2f}  "
-                      f"v{learner.provider.version}  ({st.updates} updates, "
-                      f"{st.update_s:.0f} s training)", flush=True)
-                if target is not None and learner.stats.finished >= opts.window \
-                        and learner.success_rate >= target:
-                    col.stop()
-                    return
+    async def progress() -> None:
+        while True:
+            await asyncio.sleep(opts.print_every)
+            last = learner.eval_history[-1] if learner.eval_history else None
+            held = "-" if last is None else f"{last.success_rate:.2f} (v{last.version})"
+            print(f"    {LABELS[arm]:<26} {time.monotonic() - t0:6.0f} s  "
+                  f"{learner.stats.finished:5d} episodes  {learner.stats.updates:5d} updates  "
+                  f"held-out {held}", flush=True)
 
-        t0 = time.monotonic()
-        watch = asyncio.create_task(progress())
+    watch = asyncio.create_task(progress())
+    try:
+        if algo is None:  # SFT alone: its held-out success, measured like every arm's
+            learner._t0 = t0
+            point: EvalPoint = await learner.evaluate_now()
+            run.evals = [asdict(point)]
+            run.wall_s = opts.duration
+            return run
+        col = Collector(reg, TaskSampler(tasks, seed=seed), learner.provider, learner.sink,
+                        CollectorConfig(mode=mode or "async", duration_s=opts.duration,
+                                        episode_timeout_s=120))
         async with learner.running():
-            stats = await col.run()
-        watch.cancel()
+            await col.run()
+        run.evals = [asdict(p) for p in learner.eval_history]
+        # the score the run ends with: one more round of the last published version
+        final = await learner.evaluate_now()
+        run.evals.append({**asdict(final), "wall_s": time.monotonic() - t0})
         run.wall_s = time.monotonic() - t0
-    st = learner.stats
-    run.episodes, run.updates, run.update_s = st.finished, st.updates, st.update_s
-    run.final_success = learner.success_rate
-    run.by_task = learner.success_by_task()
-    run.points = learner.history
-    run.collector = stats.as_dict()
+        run.episodes, run.updates = learner.stats.finished, learner.stats.updates
+    finally:
+        watch.cancel()
     return run
 
 
-def first_time_at(points: list[LearningPoint], level: float, min_episodes: int) -> float | None:
-    for p in points:
-        if p.episodes >= min_episodes and p.success_rate >= level:
-            return p.wall_s
-    return None
+def spread(xs: list[float]) -> tuple[float, float, float]:
+    """(mean, min, max)."""
+    return (statistics.fmean(xs), min(xs), max(xs)) if xs else (0.0, 0.0, 0.0)
 
 
-def success_at(points: list[LearningPoint], wall_s: float) -> float:
-    before = [p for p in points if p.wall_s <= wall_s]
-    return before[-1].success_rate if before else 0.0
-
-
-def thin(points: list[LearningPoint], every_s: float = 1.0) -> list[dict[str, Any]]:
-    """One point a second at most (the curve is recorded per episode)."""
-    out: list[dict[str, Any]] = []
-    last = -every_s
-    for i, p in enumerate(points):
-        if p.wall_s - last >= every_s or i == len(points) - 1:
-            out.append(asdict(p))
-            last = p.wall_s
+def summarise(runs: list[ArmRun], opts: argparse.Namespace) -> dict[str, Any]:
+    by_arm: dict[str, list[ArmRun]] = {}
+    for r in runs:
+        by_arm.setdefault(r.arm, []).append(r)
+    out: dict[str, Any] = {"arms": {}}
+    print("\nheld-out success (test split, greedy), mean [min, max] over seeds")
+    for arm, rs in by_arm.items():
+        m, lo, hi = spread([r.final for r in rs])
+        drop = max(r.second_half_drop() for r in rs)
+        out["arms"][arm] = {"final_mean": m, "final_min": lo, "final_max": hi,
+                            "finals": [r.final for r in rs], "worst_second_half_drop": drop,
+                            "episodes": [r.episodes for r in rs],
+                            "updates": [r.updates for r in rs]}
+        print(f"  {LABELS[arm]:<26} {m:5.3f} [{lo:.3f}, {hi:.3f}]  worst second-half drop "
+              f"{drop * 100:.0f} pts")
+    bars: dict[str, Any] = {}
+    if "aride" in by_arm:
+        m = out["arms"]["aride"]["final_mean"]
+        bars["aride_final_ge_0.8"] = {"value": m, "pass": m >= 0.8}
+        drop = out["arms"]["aride"]["worst_second_half_drop"]
+        bars["aride_second_half_drop_le_0.10"] = {"value": drop, "pass": drop <= 0.10}
+    if "aride" in by_arm and "digirl-sync" in by_arm:
+        rel, ratio = [], []
+        for a, b in zip(by_arm["aride"], by_arm["digirl-sync"], strict=False):
+            if b.final > 0:
+                rel.append(a.at(b.wall_s) / b.final - 1)
+                t = a.first_reaching(b.final)
+                ratio.append(t / b.wall_s if t is not None else float("inf"))
+        if rel:
+            bars["relative_vs_sync_ge_0.20"] = {"values": rel, "mean": statistics.fmean(rel),
+                                                "pass": statistics.fmean(rel) >= 0.2}
+            bars["time_to_sync_final_le_1/3"] = {"values": ratio,
+                                                 "pass": statistics.fmean(ratio) <= 1 / 3}
+    if "aride" in by_arm and "digirl-async" in by_arm:
+        a, b = out["arms"]["aride"]["final_mean"], out["arms"]["digirl-async"]["final_mean"]
+        bars["ahead_of_digirl_async"] = {"aride": a, "digirl_async": b, "pass": a > b}
+    if "aride" in by_arm and "sft" in by_arm:
+        a, s = out["arms"]["aride"], out["arms"]["sft"]
+        margin = (a["final_max"] - a["final_min"]) + (s["final_max"] - s["final_min"])
+        gain = a["final_mean"] - s["final_mean"]
+        bars["better_than_sft_by_more_than_spread"] = {"gain": gain, "spread": margin,
+                                                       "pass": gain > margin}
+    out["bars"] = bars
+    print("\nbars")
+    for name, b in bars.items():
+        print(f"  {name:<40} {'PASS' if b['pass'] else 'FAIL'}  "
+              f"{ {k: v for k, v in b.items() if k != 'pass'} }")
     return out
 
 
-def plot(runs: list[Run], path: Path, title: str, target: float | None = None) -> None:
-    """Success vs wall time, one line per run (Pillow: matplotlib is not installed)."""
-    from PIL import Image, ImageDraw
+def plot(runs: list[ArmRun], path: Path, title: str) -> bool:
+    try:
+        import matplotlib
 
-    w, h, ml, mr, mt, mb = 900, 540, 70, 30, 50, 60
-    img = Image.new("RGB", (w, h), "white")
-    d = ImageDraw.Draw(img)
-    tmax = max([p.wall_s for r in runs for p in r.points] + [1.0])
-    pw, ph = w - ml - mr, h - mt - mb
-
-    def xy(t: float, s: float) -> tuple[float, float]:
-        return ml + pw * t / tmax, mt + ph * (1 - s)
-
-    d.rectangle([ml, mt, ml + pw, mt + ph], outline="black")
-    for i in range(6):
-        s = i / 5
-        y = xy(0, s)[1]
-        d.line([ml - 5, y, ml + pw, y], fill=(225, 225, 225) if i else "black")
-        d.text((ml - 40, y - 6), f"{s:.1f}", fill="black")
-    for i in range(6):
-        t = tmax * i / 5
-        x = xy(t, 0)[0]
-        d.line([x, mt + ph, x, mt + ph + 5], fill="black")
-        d.text((x - 12, mt + ph + 10), f"{t:.0f}", fill="black")
-    d.text((ml + pw / 2 - 60, h - 25), "wall time (s)", fill="black")
-    d.text((10, mt - 30), "success rate (sliding window)", fill="black")
-    d.text((ml + pw / 2 - len(title) * 3, 12), title, fill="black")
-    if target is not None:
-        y = xy(0, target)[1]
-        d.line([ml, y, ml + pw, y], fill=(150, 150, 150), width=1)
-    colors = [(200, 40, 40), (40, 80, 200), (40, 150, 60), (150, 100, 0)]
-    for i, r in enumerate(runs):
-        c = colors[i % len(colors)]
-        pts = [xy(p["wall_s"], p["success_rate"]) for p in thin(r.points, tmax / 400)]
-        if len(pts) > 1:
-            d.line(pts, fill=c, width=2)
-        d.line([ml + 15, mt + 15 + 18 * i, ml + 45, mt + 15 + 18 * i], fill=c, width=3)
-        d.text((ml + 52, mt + 9 + 18 * i), f"{r.label} (final {r.final_success:.2f})", fill=c)
-    img.save(path)
-
-
-def write(runs: list[Run], out: Path, opts: argparse.Namespace, summary: dict[str, Any],
-          title: str, target: float | None = None) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    data = {"options": {k: v for k, v in vars(opts).items() if k != "out"},
-            "summary": summary,
-            "runs": [{**{k: v for k, v in asdict(r).items() if k != "points"},
-                      "series": thin(r.points)} for r in runs]}
-    (out / "series.json").write_text(json.dumps(data, indent=1))
-    plot(runs, out / "training_efficiency.png", title, target)
-    print(f"\n  wrote {out / 'series.json'} and {out / 'training_efficiency.png'}")
-
-
-def describe(r: Run) -> str:
-    return (f"  {r.label:<17} final window success {r.final_success:.2f}; {r.episodes} "
-            f"episodes, {r.updates} updates ({r.update_s:.0f} s training) in {r.wall_s:.0f} s; "
-            f"{r.collector.get('trajectories_per_min', 0):.0f} traj/min")
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("  (matplotlib not installed: no plot)")
+        return False
+    fig, ax = plt.subplots(figsize=(9, 5.4), dpi=110)
+    colours = {"sft": "grey", "aride": "tab:red", "digirl-async": "tab:blue",
+               "digirl-sync": "tab:green", "scratch": "tab:orange"}
+    seen: set[str] = set()
+    for r in runs:
+        xs = [e["wall_s"] / 60 for e in r.evals if e["complete"]]
+        ys = [e["success_rate"] for e in r.evals if e["complete"]]
+        if r.arm == "sft" and ys:
+            xs, ys = [0, r.wall_s / 60], [ys[0], ys[0]]
+        label = LABELS[r.arm] if r.arm not in seen else None
+        seen.add(r.arm)
+        ax.plot(xs, ys, marker="o", ms=3, lw=1.5, alpha=0.8, color=colours[r.arm], label=label,
+                linestyle="--" if r.arm == "sft" else "-")
+    ax.set_xlabel("wall time (min)")
+    ax.set_ylabel("held-out success (test split, greedy)")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.set_title(title)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return True
 
 
 async def main_async(opts: argparse.Namespace) -> None:
-    tasks = select_tasks(opts)
-    n_old = min(opts.old_phones, opts.phones)
-    n_emu = opts.phones - n_old
-    print(f"training efficiency: {opts.phones} sim phones ({n_emu} {opts.profile} + {n_old} "
-          f"old-phone), {len(tasks)} task families, UITreePolicy seed {opts.seed}, "
-          f"{opts.duration:g} s per run, window {opts.window} episodes")
+    reg_all = TaskRegistry.discover()
+    tasks = [t for t in reg_all if not opts.tag or opts.tag in t.tags]
+    if opts.tasks:
+        tasks = [t for t in tasks if t.name in opts.tasks]
+    if not tasks:
+        sys.exit("no sample tasks match --tag/--task")
+    selection = [a for t in tasks for a in ("--task", t.name)] \
+        if (opts.tag or opts.tasks) else ["--all-tasks"]
+    out = Path(opts.out)
+    print(f"training efficiency (held out): {len(tasks)} task families, {opts.phones} sim "
+          f"phones ({opts.profile}), arms {', '.join(opts.arms)}, seeds {opts.seeds}, "
+          f"{opts.duration:g} s per arm, evaluation every {opts.eval_every:g} s")
+    runs: list[ArmRun] = []
     with contextlib.ExitStack() as stack:
         adb = stack.enter_context(PrivateAdbServer(bundled_adb()))
-        serials: list[str] = []
-        for n, profile, seed in ((n_emu, opts.profile, opts.seed + 1),
-                                 (n_old, "old-phone", opts.seed + 2)):
-            if n:
-                child = stack.enter_context(phones_in_child(n, profile=profile, seed=seed))
-                serials += [p["serial"] for p in child["phones"]]
-        if opts.easy:
-            print(f"\neasy tier, A-RIDE async, until {opts.target:.0%} success or "
-                  f"{opts.duration:g} s: {', '.join(t.name for t in tasks)}")
-            run = await train(adb.port, serials, tasks, "aride", "async", opts,
-                              target=opts.target)
-            print(describe(run))
-            print(f"  per task: {run.by_task}")
-            start = run.points[min(len(run.points), opts.window) - 1].success_rate \
-                if run.points else 0.0
-            t = first_time_at(run.points, opts.target, opts.window)
-            print(f"  first window {start:.2f} → {run.final_success:.2f}; time to "
-                  f"{opts.target:.0%}: {'not reached' if t is None else f'{t:.0f} s'}; bar ≤ "
-                  f"900 s → {'PASS' if t is not None and t <= 900 else 'FAIL'}")
-            write([run], Path(opts.out), opts, {"time_to_target_s": t, "first_window": start,
-                                                "final": run.final_success},
-                  "A-RIDE async, easy tier", opts.target)
-            return
-        runs: list[Run] = []
-        for algo, mode in (("digirl", "sync"), ("aride", "async")):
-            print(f"\n{'DigiRL-style, sync' if algo == 'digirl' else 'A-RIDE, async'}")
-            runs.append(await train(adb.port, serials, tasks, algo, mode, opts))
-            print(describe(runs[-1]))
-    base, ours = runs
-    print("\nresults")
-    t_base = base.wall_s
-    t_ours = first_time_at(ours.points, base.final_success, opts.window) \
-        if base.final_success > 0 else None
-    ratio = t_ours / t_base if t_ours is not None else None
-    at_equal = success_at(ours.points, t_base)
-    rel = (at_equal / base.final_success - 1) if base.final_success > 0 else None
-    if ratio is None:
-        why = "baseline final success is 0" if base.final_success <= 0 else "never reached"
-        print(f"  time to the baseline's final success ({base.final_success:.2f}): {why}")
-    else:
-        print(f"  A-RIDE reaches the baseline's final success ({base.final_success:.2f}) after "
-              f"{t_ours:.0f} s = {ratio:.2f} × the baseline's {t_base:.0f} s; bar ≤ 0.33 → "
-              f"{'PASS' if ratio <= 1 / 3 else 'FAIL'}")
-    if rel is None:
-        print("  relative success at equal time: n/a (baseline final success 0)")
-    else:
-        print(f"  at equal time ({t_base:.0f} s): A-RIDE {at_equal:.2f} vs baseline "
-              f"{base.final_success:.2f} = {rel:+.0%}; bar ≥ +20 % → "
-              f"{'PASS' if rel >= 0.2 else 'FAIL'}")
-    write(runs, Path(opts.out), opts, {"time_ratio": ratio, "relative_success": rel,
-                                       "baseline_final": base.final_success,
-                                       "aride_at_equal_time": at_equal},
-          "success vs wall time: A-RIDE async vs DigiRL-style sync")
+        child = stack.enter_context(phones_in_child(opts.phones, profile=opts.profile,
+                                                    seed=1))
+        serials = [p["serial"] for p in child["phones"]]
+        for seed in opts.seeds:
+            print(f"\nseed {seed}: demonstrations and SFT")
+            sft = prepare_sft(opts, seed, out, selection)
+            report = json.loads((sft / "sft_report.json").read_text()) \
+                if (sft / "sft_report.json").is_file() else {}
+            acc = report.get("after", {}).get("train", {}).get("accuracy")
+            if isinstance(acc, float) and acc == acc:
+                print(f"    SFT oracle-action accuracy on its demonstrations {acc:.3f}")
+            for arm in opts.arms:
+                print(f"  seed {seed}, {LABELS[arm]}")
+                async with DeviceRegistry(port=adb.port, targets=serials, config=LIFECYCLE,
+                                          discover=False, device_timeout=60) as reg:
+                    for s in serials:
+                        await reg.wait_for(s, DeviceState.READY, timeout=120)
+                    run = await run_arm(arm, seed, sft, reg, tasks, opts)
+                runs.append(run)
+                print(f"    → final held-out {run.final:.3f} after {run.wall_s:.0f} s "
+                      f"({run.episodes} episodes, {run.updates} updates)", flush=True)
+                (out / "runs.json").write_text(json.dumps([asdict(r) for r in runs], indent=1))
+    summary = summarise(runs, opts)
+    data = {"options": {k: v for k, v in vars(opts).items()}, "summary": summary,
+            "runs": [asdict(r) for r in runs]}
+    (out / "results.json").write_text(json.dumps(data, indent=1))
+    title = f"held-out success, {len(tasks)} tasks, seeds {opts.seeds}"
+    if plot(runs, out / "training_efficiency.png", title):
+        print(f"  wrote {out / 'training_efficiency.png'}")
+    print(f"  wrote {out / 'results.json'}")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--duration", type=float, default=600.0, help="seconds per run")
+    ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--duration", type=float, default=1800.0, help="seconds per arm")
     ap.add_argument("--phones", type=int, default=8)
-    ap.add_argument("--old-phones", type=int, default=2, help="of --phones, old-phone profile")
-    ap.add_argument("--profile", default="emulator", help="latency profile of the others")
-    ap.add_argument("--tasks", default="", help="task name prefixes, comma-separated")
-    ap.add_argument("--tag", default="", help="only tasks with this tag")
-    ap.add_argument("--easy", action="store_true", help="A-RIDE on the easy tier to --target")
-    ap.add_argument("--target", type=float, default=0.8)
-    ap.add_argument("--window", type=int, default=64, help="episodes in the success window")
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--overlap-prior", type=float, default=2.0,
-                    help="UITreePolicy reading prior (0: uniform start)")
-    ap.add_argument("--actor-lr", type=float, default=1e-3)
+    ap.add_argument("--profile", default="instant", help="sim latency profile")
+    ap.add_argument("--tag", default="", help="only tasks with this tag (default: all)")
+    ap.add_argument("--task", dest="tasks", action="append", default=[])
+    ap.add_argument("--demos-per-task", type=int, default=4)
+    ap.add_argument("--sft-epochs", type=int, default=20)
+    ap.add_argument("--eval-every", type=float, default=180.0, help="seconds between rounds")
+    ap.add_argument("--eval-episodes", type=int, default=1, help="per task and round")
+    ap.add_argument("--eval-seed", type=int, default=0, help="which test instances")
+    ap.add_argument("--actor-lr", type=float, default=3e-4)
     ap.add_argument("--critic-lr", type=float, default=1e-3)
-    ap.add_argument("--entropy", type=float, default=0.01, help="A-RIDE β")
+    ap.add_argument("--entropy", type=float, default=0.01, help="β")
     ap.add_argument("--batch", type=int, default=16, help="episodes per update")
     ap.add_argument("--min-episodes", type=int, default=32)
-    ap.add_argument("--max-lag", type=int, default=1000, help="A-RIDE policy-lag bound K")
     ap.add_argument("--replay-ratio", type=float, default=0.5,
-                    help="A-RIDE: at most this many updates per new episode (0: unbounded)")
-    ap.add_argument("--updates-per-round", type=int, default=4, help="sync baseline")
+                    help="async arms: at most this many updates per new episode (0: unbounded)")
+    ap.add_argument("--updates-per-round", type=int, default=4, help="sync arm")
     ap.add_argument("--torch-threads", type=int, default=1)
-    ap.add_argument("--print-every", type=float, default=30.0)
+    ap.add_argument("--print-every", type=float, default=60.0)
+    ap.add_argument("--reuse", action="store_true",
+                    help="reuse demonstrations and SFT checkpoints already in --out")
     ap.add_argument("--out", default="bench/results/training_efficiency")
     opts = ap.parse_args()
-    if opts.phones < 1 or opts.duration <= 0 or not 0 < opts.target <= 1 or opts.window < 1:
-        ap.error("--phones ≥ 1, --duration > 0, 0 < --target ≤ 1 and --window ≥ 1 required")
+    if opts.phones < 1 or opts.duration <= 0 or opts.eval_every <= 0:
+        ap.error("--phones ≥ 1, --duration > 0 and --eval-every > 0 are required")
     logging.basicConfig(level=logging.WARNING)
+    Path(opts.out).mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # clean up phones on kill
     try:
         asyncio.run(main_async(opts))

@@ -18,7 +18,7 @@ printed too: they are steadier than wall time on a loaded box and show where the
 
 Also measured: the codec (frames → JPEG + JSON header) alone, ours with the spool's fsync
 off, and ours end to end with the codec included. The learner side runs in a child
-process in both cases, as in a real deployment. Bar (DESIGN.md §6): ours ≥ 50 % of raw
+process in both cases, as in a real deployment. Bar (docs/design.md §8): ours ≥ 50 % of raw
 for the same payloads.
 """
 

@@ -233,6 +233,7 @@ def tour(count: int, profile: str, seed: int, out: Path, duration: float | None)
 from farm.cli_broker import broker  # noqa: E402
 from farm.cli_config import config  # noqa: E402
 from farm.cli_demo import demo  # noqa: E402
+from farm.cli_demos import demos  # noqa: E402
 from farm.cli_deploy import deploy  # noqa: E402
 from farm.cli_farm import farm, traj  # noqa: E402
 from farm.cli_learner import learner  # noqa: E402
@@ -240,6 +241,13 @@ from farm.cli_tasks import tasks  # noqa: E402
 
 for _cmd in (demo, farm, traj, learner, deploy, tasks, broker, config):
     cli.add_command(_cmd)
+cli.add_command(demos)
+from farm.cli_sft import sft  # noqa: E402
+
+cli.add_command(sft)
+from farm.cli_eval import eval_cmd  # noqa: E402
+
+cli.add_command(eval_cmd)
 
 
 def _plugin_commands() -> None:

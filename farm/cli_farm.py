@@ -107,6 +107,11 @@ def farm() -> None:
               help="Live thumbnails per device per second; 0 = off [default: 1].")
 @click.option("--status-hz", type=float, default=None,
               help="Live status updates per busy device per second [default: 2].")
+@click.option("--eval-every", "eval_every_s", type=float, default=None,
+              help="With --policy learned: a held-out evaluation round every this many "
+                   "seconds (test split, greedy, frozen version; never learned from).")
+@click.option("--eval-episodes-per-task", type=int, default=None,
+              help="Episodes of each task per evaluation round [default: 1].")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def farm_up(config_file: str | None, broker_url: str | None, sim: int | None,
             sim_profile: str | None, policy: str | None, mode: str | None,
@@ -115,6 +120,7 @@ def farm_up(config_file: str | None, broker_url: str | None, sim: int | None,
             spool_dir: str | None, adb_host: str | None, adb_port: int | None,
             seed: int | None, screenshots: bool | None, episode_timeout: float | None,
             flush_timeout: float | None, frames_hz: float | None, status_hz: float | None,
+            eval_every_s: float | None, eval_episodes_per_task: int | None,
             as_json: bool) -> None:
     """Collect trajectories on devices and publish them over MQTT (Ctrl-C stops cleanly).
 
@@ -144,6 +150,8 @@ def farm_up(config_file: str | None, broker_url: str | None, sim: int | None,
         "collect.flush_timeout_s": (flush_timeout, "--flush-timeout"),
         "live.frames_hz": (frames_hz, "--frames-hz"),
         "live.status_hz": (status_hz, "--status-hz"),
+        "collect.eval_every_s": (eval_every_s, "--eval-every"),
+        "collect.eval_episodes_per_task": (eval_episodes_per_task, "--eval-episodes-per-task"),
     }
     try:
         loaded = load_settings(config_file, flags=flags)
@@ -153,6 +161,9 @@ def farm_up(config_file: str | None, broker_url: str | None, sim: int | None,
     if not tasks:
         _fail("no tasks registered")
     st = loaded.settings
+    if st.collect.eval_every_s is not None and st.collect.policy != "learned":
+        _fail("evaluation rounds (--eval-every / collect.eval_every_s) need --policy learned; "
+              "use `distrl eval` to evaluate the oracle, random or a checkpoint")
     if st.broker.url is not None:
         from farm.config import effective_broker_url
 
@@ -212,6 +223,13 @@ async def _farm_up(st: Any, tasks: list[Any]) -> dict[str, Any]:
             policies = await stack.enter_async_context(LearnedPolicyProvider(
                 broker_url, client_id=f"distrl-weights-{st.farm_id}",
                 fallback=RandomProvider(seed=c.seed)))
+        evaluation = None
+        if policies is not None and c.eval_every_s is not None:
+            from farm.evaluate import PeriodicEval
+
+            evaluation = PeriodicEval(tasks, policies, every_s=c.eval_every_s,
+                                      episodes_per_task=c.eval_episodes_per_task, seed=c.seed,
+                                      farm_id=st.farm_id, episode_timeout_s=c.episode_timeout_s)
         ctl = FarmController(FarmConfig(
             broker_url=broker_url, farm_id=st.farm_id, adb_host=st.adb.host, adb_port=adb_port,
             devices=devices, tasks=tasks, policy=c.policy, mode=c.mode,
@@ -221,7 +239,8 @@ async def _farm_up(st: Any, tasks: list[Any]) -> dict[str, Any]:
             lifecycle=st.lifecycle.to_lifecycle(), status_hz=st.live.status_hz,
             frames_hz=st.live.frames_hz, frames_total_hz=st.live.frames_total_hz,
             frame_width=st.live.frame_width,
-            frame_quality=st.live.frame_quality, sim_devices=sims), policies=policies)
+            frame_quality=st.live.frame_quality, sim_devices=sims), policies=policies,
+            evaluation=evaluation)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -252,7 +271,21 @@ async def _progress(ctl: Any, every: float = 3.0) -> None:
         by = ", ".join(f"{k} {v}" for k, v in sorted(st.by_status.items())) or "none yet"
         _info(f"[{st.elapsed_s:6.0f} s] episodes {st.episodes} ({by}) · "
               f"{st.per_minute:.1f} traj/min · spool {ctl.spool_depth()} · "
-              f"acked {ctl.publisher.stats.acked}")
+              f"acked {ctl.publisher.stats.acked}{_eval_progress(ctl.evaluation)}")
+
+
+def _eval_progress(ev: Any) -> str:
+    if ev is None:
+        return ""
+    cur = ev.current
+    if cur is not None:
+        return (f" · evaluating v{cur.policy.version} "
+                f"{cur.done}/{len(cur.instances)}")
+    if ev.reports:
+        r = ev.reports[-1]
+        return (f" · held-out v{r.policy_version} {r.success_rate:.2f} "
+                f"[{r.ci_low:.2f}, {r.ci_high:.2f}]")
+    return " · evaluation: waiting for a policy"
 
 
 def _print_summary(s: dict[str, Any]) -> None:
@@ -263,6 +296,11 @@ def _print_summary(s: dict[str, Any]) -> None:
                 "published", "acked", "spool_depth", "flushed"):
         table.add_row(key, str(s.get(key)))
     table.add_row("by_status", ", ".join(f"{k} {v}" for k, v in s["by_status"].items()) or "-")
+    last = (s.get("eval") or {}).get("last")
+    if last:
+        table.add_row("held-out", f"v{last['policy_version']} {last['success_rate']:.3f} "
+                      f"[{last['ci_low']:.3f}, {last['ci_high']:.3f}] over {last['episodes']} "
+                      f"episodes ({s['eval']['rounds']} round(s))")
     if s.get("abort_reasons"):
         table.add_row("abort_reasons", ", ".join(f"{k} {v}" for k, v in
                                                   s["abort_reasons"].items()))

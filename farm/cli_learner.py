@@ -77,6 +77,10 @@ def load_learner_config(path: Path | None, overrides: dict[str, Any]) -> Any:
               help="A-RIDE, or the DigiRL-style baseline [default: aride].")
 @click.option("--policy", "policy_kind", type=click.Choice(["uitree", "vlm"]), default=None,
               help="Policy to train [default: uitree].")
+@click.option("--init", "init_policy", type=click.Path(file_okay=False, path_type=Path),
+              default=None, help="Start a fresh run from this policy checkpoint (e.g. "
+                                 "`distrl sft --out`); a run dir with checkpoints resumes "
+                                 "instead.")
 @click.option("--duration", type=click.FloatRange(0, min_open=True), default=None,
               help="Stop after this many seconds (default: until Ctrl-C).")
 @click.option("--progress-every", type=click.FloatRange(0.1), default=5.0, show_default=True,
@@ -84,7 +88,8 @@ def load_learner_config(path: Path | None, overrides: dict[str, Any]) -> Any:
 @click.option("--json", "as_json", is_flag=True, help="Print the final summary as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what the learner does.")
 def learner(config_path: Path | None, broker_url: str | None, run_dir: Path | None,
-            algo: str | None, policy_kind: str | None, duration: float | None,
+            algo: str | None, policy_kind: str | None, init_policy: Path | None,
+            duration: float | None,
             progress_every: float, as_json: bool, verbose: bool) -> None:
     """Learn from the farms' trajectories (dedupe, replay, A-RIDE updates), publish
     policy versions, checkpoint and resume. Ctrl-C stops cleanly (final checkpoint)."""
@@ -95,10 +100,21 @@ def learner(config_path: Path | None, broker_url: str | None, run_dir: Path | No
     try:
         cfg = load_learner_config(config_path, {
             "broker_url": broker_url, "run_dir": run_dir, "algorithm": algo,
-            "policy_kind": policy_kind, "metrics_every_s": progress_every})
+            "policy_kind": policy_kind, "metrics_every_s": progress_every,
+            "init_policy": init_policy})
         parse_broker_url(cfg.broker_url)
+        if cfg.init_policy is not None:
+            from distrl_sdk.policies import load_policy
+
+            load_policy(cfg.init_policy)  # a bad checkpoint: exit 2 before any broker work
     except ValueError as exc:
         _fail(str(exc))
+    except Exception as exc:
+        from distrl_sdk import DistRLError
+
+        if isinstance(exc, DistRLError):
+            _fail(str(exc))
+        raise
     try:
         summary = asyncio.run(_run(cfg, duration))
     except ConnectionError as exc:

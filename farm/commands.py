@@ -55,6 +55,7 @@ from distrl_sdk.wire import (
 from farm.collect import TaskSampler
 from farm.device.lifecycle import DeviceState, StateChanged
 from farm.device.registry import DeviceRegistry
+from farm.evaluate.round import EVAL_OWNER
 from farm.transport import Backoff, parse_broker_url
 
 __all__ = ["OPS", "CommandExecutor", "CommandListener", "DirectedSampler"]
@@ -79,7 +80,9 @@ class DirectedSampler(TaskSampler):
         self.directed = 0  # episodes that played a queued task
 
     def on_change(self, change: StateChanged) -> None:
-        if change.state is DeviceState.BUSY and change.event == "leased":
+        # evaluation workers lease from the same registry but never sample from here
+        if change.state is DeviceState.BUSY and change.event == "leased" \
+                and not change.reason.startswith(f"{EVAL_OWNER}/"):
             self._leased.append(change.serial)
 
     def queue(self, serial: str, task: Task) -> int:

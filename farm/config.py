@@ -171,6 +171,13 @@ class CollectSection(_Section):
                                    "learner to ack the spool.")
     spool_dir: Path | None = Field(None, description="Spool directory for unacked "
                                    "trajectories (default: runs/spool/<farm_id>).")
+    eval_every_s: float | None = Field(None, gt=0, description="With policy = learned: "
+                                       "every this many seconds, a held-out evaluation round "
+                                       "(test split, greedy, the version then playing frozen) "
+                                       "on the same devices; its episodes are marked as "
+                                       "evaluation and never learned from. Unset: none.")
+    eval_episodes_per_task: int = Field(1, ge=1, le=1000, description="Episodes of each "
+                                        "selected task per evaluation round.")
 
 
 class LiveSection(_Section):

@@ -66,6 +66,7 @@ from distrl_sdk.wire import (
     CommandResult,
     DeviceFrame,
     DeviceStatus,
+    EvalInfo,
     compact_elements,
     encode_frame,
     topics,
@@ -84,6 +85,7 @@ from farm.collect import (
 )
 from farm.commands import CommandExecutor, CommandListener, DirectedSampler
 from farm.device.lifecycle import DeviceState, LifecycleConfig, ManagedDevice, StateChanged
+from farm.device.observe import Frame
 from farm.device.registry import DeviceRegistry
 from farm.transport import Publisher, parse_broker_url
 
@@ -129,7 +131,9 @@ class MqttSink:
         steps = [s if s.policy_version is not None or version is None or version < 0
                  else s.model_copy(update={"policy_version": version}) for s in msg.steps]
         msg = msg.model_copy(update={"steps": steps, "started_at": meta.started_at,
-                                     "ended_at": meta.started_at + meta.wall_s})
+                                     "ended_at": meta.started_at + meta.wall_s,
+                                     "eval": EvalInfo.model_validate(meta.eval)
+                                     if meta.eval is not None else None})
         frames: dict[int, bytes] = {}
         for s in trajectory.steps:
             shot = s.info.get("screenshot_png")
@@ -202,10 +206,10 @@ def _last_action_json(action: Any) -> dict[str, Any] | None:
         return None
 
 
-def _thumbnail(width: int, height: int, rgba: bytes, target_w: int, quality: int
+def _thumbnail(width: int, height: int, rgba: bytes | memoryview, target_w: int, quality: int
                ) -> tuple[bytes, int, int]:
     """Raw RGBA → (JPEG, w, h) about ``target_w`` wide; runs in a worker thread."""
-    img = Image.frombuffer("RGBA", (width, height), rgba, "raw", "RGBA", 0, 1)
+    img = Frame(width, height, rgba).image()
     th = max(1, round(height * target_w / width))
     if width >= 4 * target_w:
         # nearest-sample to twice the size, then a 2×2 box: ~2 ms for a 1080×2400 frame,
@@ -302,12 +306,15 @@ class _LiveProvider:
 
 
 class FarmController:
-    def __init__(self, config: FarmConfig, *, policies: PolicyProvider | None = None) -> None:
+    def __init__(self, config: FarmConfig, *, policies: PolicyProvider | None = None,
+                 evaluation: Any | None = None) -> None:
         if not config.tasks:
             raise ValueError("no tasks to collect")
         if config.policy not in ("random", "oracle") and policies is None:
             raise ValueError(f"unknown policy {config.policy!r} (random | oracle)")
         self.config = config
+        # a farm.evaluate.PeriodicEval: held-out rounds on the same devices while collecting
+        self.evaluation = evaluation
         self.policies: PolicyProvider = policies or (
             OracleProvider() if config.policy == "oracle" else RandomProvider(seed=config.seed))
         self.publisher = Publisher(config.broker_url, config.farm_id, config.spool_dir)
@@ -563,7 +570,15 @@ class FarmController:
                                     with_screenshots=cfg.with_screenshots,
                                     episode_timeout_s=cfg.episode_timeout_s),
                     name=cfg.farm_id)
+                evaluation, evaluating = self.evaluation, None
+                if evaluation is not None:
+                    evaluating = asyncio.create_task(evaluation.run(
+                        reg, self.sink, lambda p: _LiveProvider(p, self)), name="eval")
+                    background.append(evaluating)
                 stats = await self.collector.run()
+                if evaluation is not None and evaluating is not None:
+                    evaluation.stop()  # its last episodes are sunk (and flushed) too
+                    await evaluating
                 await self._publish_snapshot()
             self.flushed = await self.publisher.wait_acked(cfg.flush_timeout_s)
             return stats
@@ -587,4 +602,6 @@ class FarmController:
                    flushed=self.flushed, command_rejects=dict(self.rejects),
                    commands=dict(self.commands.results) if self.commands else {},
                    frames_sent=sum(self.frames_sent.values()))
+        if self.evaluation is not None:
+            out["eval"] = self.evaluation.summary()
         return out

@@ -1,4 +1,4 @@
-"""DESIGN.md §2 import contracts: the SDK is free of the farm and the UI, and only
+"""docs/design.md §2 import contracts: the SDK is free of the farm and the UI, and only
 `tui` may import textual. Checked on the source (AST), so lazy imports count too."""
 
 from __future__ import annotations

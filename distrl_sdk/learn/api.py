@@ -49,6 +49,10 @@ class StepRecord:
     policy_version: int  # the version that chose it
     invalid: bool = False  # an action the policy produced but that did not parse
     frame: bytes | None = None  # JPEG/PNG of the screen, for image policies
+    # what a policy precomputed from this step (compact arrays, keyed by the policy's
+    # encoding): computed once, reused every time the step is replayed; never travels,
+    # never serialised, not part of equality
+    cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 @dataclass
@@ -73,9 +77,10 @@ class EpisodeRecord:
     @classmethod
     def from_wire(cls, decoded: DecodedTrajectory) -> EpisodeRecord | None:
         """From a received trajectory; ``None`` if it cannot be learned from (not an
-        agent outcome, or steps without the policy's obs/choice/log-prob)."""
+        agent outcome, steps without the policy's obs/choice/log-prob, or a held-out
+        evaluation episode, which is never learned from)."""
         msg = decoded.msg
-        if msg.status not in ("success", "failure") or not msg.steps:
+        if msg.eval is not None or msg.status not in ("success", "failure") or not msg.steps:
             return None
         steps: list[StepRecord] = []
         for s in msg.steps:

@@ -51,6 +51,8 @@ class TinyVLMConfig:
     vision_hidden_size: int = 16  # vision tower width
     image_size: int = 32  # screens become image_size² (llava) / that many pixels (qwen2_vl)
     patch_size: int = 16  # vision patch side; qwen2_vl merges 2×2 patches per token
+    vision_layers: int = 1  # vision tower blocks (Qwen2-VL-2B's has 32: bench/gpu_vlm_step.py)
+    vision_heads: int = 2  # vision attention heads (vision_hidden_size must divide by it)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> TinyVLMConfig:
@@ -67,9 +69,13 @@ class TinyVLMConfig:
         if cfg.arch not in ARCHS:
             raise ConfigError(f"tiny model config: arch {cfg.arch!r} is not one of {ARCHS}")
         if min(cfg.hidden_size, cfg.intermediate_size, cfg.num_layers, cfg.num_heads,
-               cfg.vision_hidden_size, cfg.image_size, cfg.patch_size) < 1:
+               cfg.vision_hidden_size, cfg.image_size, cfg.patch_size, cfg.vision_layers,
+               cfg.vision_heads) < 1:
             raise ConfigError("tiny model config: sizes must be positive")
         step = cfg.patch_size * (2 if cfg.arch == "qwen2_vl" else 1)
+        if cfg.vision_hidden_size % cfg.vision_heads:
+            raise ConfigError("tiny model config: vision_hidden_size must divide by "
+                              "vision_heads")
         if cfg.hidden_size % cfg.num_heads or cfg.image_size % step:
             raise ConfigError(f"tiny model config: hidden_size must divide by num_heads and "
                               f"image_size by {step} (patch_size, ×2 for qwen2_vl)")
@@ -137,7 +143,8 @@ def _llava(c: TinyVLMConfig, corpus: str) -> tuple[Any, Any]:
     model_config = LlavaConfig(
         vision_config=CLIPVisionConfig(
             hidden_size=c.vision_hidden_size, intermediate_size=2 * c.vision_hidden_size,
-            num_hidden_layers=1, num_attention_heads=2, image_size=c.image_size,
+            num_hidden_layers=c.vision_layers, num_attention_heads=c.vision_heads,
+            image_size=c.image_size,
             patch_size=c.patch_size, projection_dim=c.vision_hidden_size),
         text_config=LlamaConfig(
             vocab_size=len(vocab), hidden_size=c.hidden_size,
@@ -187,8 +194,8 @@ def _qwen2_vl(c: TinyVLMConfig, corpus: str) -> tuple[Any, Any]:
             "bos_token_id": vocab[BOS], "eos_token_id": vocab[EOS],
             "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
                                 "mrope_section": mrope}},
-        vision_config={"depth": 1, "embed_dim": c.vision_hidden_size,
-                       "hidden_size": c.hidden_size, "num_heads": 2,
+        vision_config={"depth": c.vision_layers, "embed_dim": c.vision_hidden_size,
+                       "hidden_size": c.hidden_size, "num_heads": c.vision_heads,
                        "patch_size": c.patch_size, "spatial_merge_size": 2,
                        "temporal_patch_size": 2, "in_channels": 3},
         image_token_id=vocab["<|image_pad|>"], video_token_id=vocab["<|video_pad|>"],

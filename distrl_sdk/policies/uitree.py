@@ -15,6 +15,12 @@ screen, and samples from the softmax over the valid candidates. One trainable sc
     decide(observations)  → Decision(action, log_prob, obs=JSON of the candidates, choice)
     evaluate(steps)       → log π(choice | obs), entropy, features — from that JSON alone
 
+**Featurisation once per step.** The JSON becomes compact arrays (:class:`StepArrays`:
+uint16 token ids, int32 per-candidate lengths, float32 dense rows, ~3 KiB a step) the first
+time a step is evaluated (or passed to :meth:`UITreePolicy.prepare`) and stays in
+``StepRecord.cache``; a batch is collated from them with concatenations and block
+copies. ``decide`` goes through the same arrays and collation.
+
 ``decide`` featurises through the same JSON encoding ``evaluate`` reads, so the
 behaviour log-prob recorded on the farm equals the learner's recomputation for the same
 weights (up to float rounding). The scorer's last layer starts at zero: with
@@ -32,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from distrl_sdk.actions import Complete, Key, OpenApp, Scroll, Tap, TypeText
+from distrl_sdk.actions import Answer, Complete, Key, OpenApp, Scroll, Tap, TypeText
 from distrl_sdk.policy import Decision, Observation
 from distrl_sdk.uitree import UIElement
 
@@ -41,11 +47,13 @@ if TYPE_CHECKING:
 
     from distrl_sdk.learn.api import PolicyOutput, StepRecord
 
-__all__ = ["KINDS", "SIM_APPS", "UITreeConfig", "UITreePolicy"]
+__all__ = ["KINDS", "SIM_APPS", "StepArrays", "UITreeConfig", "UITreePolicy",
+           "candidate_action", "collate", "encode_observation", "instruction_spans",
+           "match_action", "step_arrays"]
 
 #: Candidate kinds, in the order of the one-hot the model reads.
 KINDS: tuple[str, ...] = ("tap", "open_app", "scroll_down", "scroll_up", "back", "home",
-                          "type", "complete")
+                          "type", "complete", "enter", "answer")
 #: What earlier actions were, for the history one-hot.
 HIST_KINDS: tuple[str, ...] = ("none", "tap", "open_app", "scroll", "key", "type", "complete",
                                "other")
@@ -61,10 +69,22 @@ _HISTORY = 2  # earlier actions the model sees
 # flag bits of a candidate (element state; descendants' switches count for a row)
 _F_CLICK, _F_CHECKABLE, _F_CHECKED, _F_SCROLL, _F_SELECTED = 1, 2, 4, 8, 16
 _F_LAST_TAPPED = 32  # the previous action tapped inside this element (don't toggle twice)
-_FLAG_BITS = 6
+_F_FOCUSED = 64  # a focused text field: typing goes here
+_FLAG_BITS = 7
 _DENSE = len(KINDS) + _FLAG_BITS + 4 + 2  # kind, flags, bounds, overlap (fraction, any)
 _GLOBAL = 1 + _HISTORY * len(HIST_KINDS)
-_ENC_VERSION = 2
+_ENC_VERSION = 3  # 3: enter, answer and instruction-span type candidates; focused flag
+# Words that never start or end a typed span of the instruction (its verbs and glue: a
+# person types "Liam Rossi", not "named Liam").
+_SPAN_STOP = _STOP | frozenset((
+    "add", "save", "search", "find", "out", "go", "use", "put", "order", "delete", "show",
+    "new", "contact", "contacts", "named", "number", "from", "as", "at", "by", "was", "did",
+    "does", "do", "cost", "much", "year", "label", "look", "up", "cart", "category", "into",
+    "that", "every", "repeats", "alarm", "google", "chrome", "shop", "settings", "am", "pm",
+    "two", "cheapest", "product", "check", "about", "article", "wikipedia", "be", "are"))
+_SPAN_TOKEN = re.compile(r"[^\s:\"]+")
+_SPAN_TRIM = ".,;!?()'\u2019"
+_QUESTION = re.compile(r"\?|\bfind out\b|^(what|which|how|who|when|where)\b", re.I)
 
 
 @dataclass(frozen=True)
@@ -77,6 +97,17 @@ class UITreeConfig:
     max_elements: int = 64  # candidates per screen at most (fixed actions included)
     apps: tuple[str, ...] = SIM_APPS  # open_app candidates
     type_quoted: bool = True  # offer typing a "quoted phrase" of the instruction
+    # while a text field is focused: also offer ENTER and typing spans of the instruction
+    # (1–4 words, digits and ``9:13``'s parts included) — names, numbers, queries
+    type_spans: bool = True
+    max_spans: int = 24  # span candidates per screen at most (quoted phrases come first)
+    # on a question ("…?", "find out …"): offer answering with each text on screen
+    answers: bool = True
+    max_answers: int = 12
+    # the overlap input feature (fraction of the instruction's words a candidate names,
+    # and whether it names any): False zeroes it — with ``overlap_prior = 0`` that is a
+    # policy with no hand-made reading help at all ("from scratch")
+    overlap_feature: bool = True
     # initial logit bonus per unit of instruction-word overlap (a trainable scalar). 0 = a
     # uniform start; > 0 = a reading prior, like a pretrained model's: a candidate naming
     # all the instruction's words is e^prior times likelier than one naming none. It does
@@ -101,6 +132,8 @@ class UITreeConfig:
             raise ValueError("uitree buckets ≥ 16, embed_dim ≥ 1 and hidden ≥ 1 are required")
         if cfg.max_elements < len(KINDS):
             raise ValueError(f"uitree max_elements must be ≥ {len(KINDS)}")
+        if cfg.max_spans < 0 or cfg.max_answers < 0:
+            raise ValueError("uitree max_spans and max_answers must be ≥ 0")
         return cfg
 
     def as_dict(self) -> dict[str, Any]:
@@ -185,7 +218,7 @@ def _element_candidates(elements: Sequence[UIElement], size: tuple[int, int], ca
         texts = [t for t in (e.text, e.content_desc) if t]
         flags = ((_F_CLICK if e.clickable else 0) | (_F_CHECKABLE if e.checkable else 0)
                  | (_F_CHECKED if e.checked else 0) | (_F_SCROLL if e.scrollable else 0)
-                 | (_F_SELECTED if e.selected else 0))
+                 | (_F_SELECTED if e.selected else 0) | (_F_FOCUSED if e.focused else 0))
         if last_tap is not None and b.contains(last_tap[0] * w, last_tap[1] * h):
             flags |= _F_LAST_TAPPED
         stack = list(children.get(e.index, ()))
@@ -205,20 +238,63 @@ def _element_candidates(elements: Sequence[UIElement], size: tuple[int, int], ca
     return out
 
 
+def _text_focused(elements: Sequence[UIElement]) -> bool:
+    """A text field has the focus (what typing and ENTER act on)."""
+    return any(e.focused and "EditText" in e.class_name for e in elements)
+
+
+def instruction_spans(instruction: str) -> list[str]:
+    """What a person might type from the instruction: quoted phrases, then every run of
+    1–4 words (``9:13`` split at the colon) that neither starts nor ends with glue."""
+    out = list(_QUOTED.findall(instruction))
+    body = _QUOTED.sub(" ", instruction)
+    toks = [t.strip(_SPAN_TRIM) for t in _SPAN_TOKEN.findall(body)]
+    toks = [t[:-2] if t.lower().endswith(("'s", "\u2019s")) else t for t in toks]
+    ok = [bool(t) and t.lower() not in _SPAN_STOP for t in toks]
+    for i in range(len(toks)):
+        if not ok[i]:
+            continue
+        for j in range(i, min(i + 4, len(toks))):
+            if not toks[j]:
+                break
+            if ok[j]:
+                out.append(" ".join(toks[i:j + 1]))
+    return list(dict.fromkeys(out))
+
+
+def _screen_texts(elements: Sequence[UIElement]) -> list[str]:
+    """Texts shown on screen that could answer a question (not buttons, not the bars)."""
+    out: list[str] = []
+    for e in elements:
+        if e.text and not e.clickable and e.bounds.width > 0 and e.bounds.height > 0 \
+                and not e.resource_id.startswith("com.android.systemui:") \
+                and "EditText" not in e.class_name:
+            out.append(e.text[:240])  # whole sentences: the value may come late
+    return list(dict.fromkeys(out))
+
+
 def encode_observation(obs: Observation, config: UITreeConfig) -> dict[str, Any]:
     """The compact JSON of what the policy sees: instruction, step, history, candidates.
 
     A candidate is ``[kind, text, resource-id name, class, flags, l, t, r, b]`` with
     bounds normalised to the screen (zeros for non-element actions); flags are bits:
-    clickable, checkable, checked (a row's switch counts), scrollable, selected, and
-    "the previous action tapped here"."""
+    clickable, checkable, checked (a row's switch counts), scrollable, selected,
+    "the previous action tapped here" and focused (a text field)."""
     fixed: list[list[Any]] = [["open_app", app, "", "", 0, 0, 0, 0, 0] for app in config.apps]
     fixed += [[k, "", "", "", 0, 0, 0, 0, 0] for k in ("scroll_down", "scroll_up", "back",
                                                         "home")]
+    quoted = list(dict.fromkeys(_QUOTED.findall(obs.instruction)))[:2]
     if config.type_quoted:
-        fixed += [["type", q, "", "", 0, 0, 0, 0, 0]
-                  for q in dict.fromkeys(_QUOTED.findall(obs.instruction))][:2]
+        fixed += [["type", q, "", "", 0, 0, 0, 0, 0] for q in quoted]
+    if config.type_spans and _text_focused(obs.elements):
+        fixed.append(["enter", "", "", "", 0, 0, 0, 0, 0])
+        spans = [t for t in instruction_spans(obs.instruction)
+                 if not (config.type_quoted and t in quoted)]
+        fixed += [["type", t, "", "", 0, 0, 0, 0, 0] for t in spans[:config.max_spans]]
     fixed.append(["complete", "", "", "", 0, 0, 0, 0, 0])
+    if config.answers and _QUESTION.search(obs.instruction):
+        fixed += [["answer", t, "", "", 0, 0, 0, 0, 0]
+                  for t in _screen_texts(obs.elements)[:config.max_answers]]
     last = obs.history[-1] if obs.history else None
     last_tap = (float(last.x), float(last.y)) if isinstance(last, Tap) else None
     taps = _element_candidates(obs.elements, obs.screen_size,
@@ -245,10 +321,120 @@ def candidate_action(cand: Sequence[Any]) -> Any:
         return TypeText(str(cand[1]))
     if kind == "complete":
         return Complete()
+    if kind == "enter":
+        return Key("enter")
+    if kind == "answer":
+        return Answer(str(cand[1]))
     raise ValueError(f"unknown uitree candidate kind {kind!r}")
 
 
-# -- JSON → tensors ------------------------------------------------------------------------
+def match_action(encoded: Mapping[str, Any], action: Any) -> int | None:
+    """The index of the candidate that stands for ``action`` (an oracle's, a person's), or
+    None when the action space cannot express it. A tap goes to the smallest tappable
+    element containing the point (tapping its centre does what tapping the point did on
+    every sample task: ``tests/test_expressivity.py`` replays them); typed text and
+    answers match exactly, else ignoring case; an answer also matches a shown text that
+    contains it."""
+    cands: list[Any] = list(encoded.get("c", ()))
+    kind = getattr(action, "kind", None)
+
+    def first(pred: Any) -> int | None:
+        return next((i for i, c in enumerate(cands) if pred(c)), None)
+
+    if isinstance(action, Tap):
+        best: tuple[float, int] | None = None
+        for i, c in enumerate(cands):
+            if c[0] != "tap":
+                continue
+            left, top, right, bottom = (float(v) for v in c[5:9])
+            if left <= action.x <= right and top <= action.y <= bottom:
+                area = (right - left) * (bottom - top)
+                if best is None or area < best[0]:
+                    best = (area, i)
+        return None if best is None else best[1]
+    if isinstance(action, OpenApp):
+        return first(lambda c: c[0] == "open_app" and str(c[1]).lower()
+                     == action.app_name.lower())
+    if isinstance(action, Scroll) and action.direction in ("up", "down"):
+        return first(lambda c: c[0] == f"scroll_{action.direction}")
+    if isinstance(action, Key) and action.key in ("back", "home", "enter"):
+        return first(lambda c: c[0] == action.key)
+    if isinstance(action, TypeText | Answer):
+        want = action.text
+        ck = "type" if isinstance(action, TypeText) else "answer"
+        hit = first(lambda c: c[0] == ck and c[1] == want)
+        if hit is None:
+            hit = first(lambda c: c[0] == ck and str(c[1]).casefold() == want.casefold())
+        if hit is None and ck == "answer" and want.strip():
+            hit = first(lambda c: c[0] == ck and want.casefold() in str(c[1]).casefold())
+        return hit
+    if kind == "complete":
+        return first(lambda c: c[0] == "complete")
+    return None
+
+
+# -- JSON → arrays (once per step) → tensors (per batch) -----------------------------------
+@dataclass(frozen=True)
+class StepArrays:
+    """One encoded observation as compact arrays: what :func:`step_arrays` computes once
+    and a batch collates with block copies (the learner replays a step many times; its
+    JSON is never re-read after the first)."""
+
+    instr_ids: Any  # [Li] hashed token ids of the instruction (uint16, int32 past 65536 buckets)
+    glob: Any  # float32 [_GLOBAL] step and history one-hots
+    cand_ids: Any  # [Lc] hashed ids of every candidate, concatenated in order (as instr_ids)
+    cand_len: Any  # int32 [C] how many of cand_ids each candidate owns
+    dense: Any  # float32 [C, _DENSE] kind one-hot, flag bits, bounds, overlap
+
+    @property
+    def count(self) -> int:
+        return int(self.cand_len.shape[0])
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(a.nbytes for a in (self.instr_ids, self.glob, self.cand_ids,
+                                          self.cand_len, self.dense)))
+
+
+def step_arrays(enc: Mapping[str, Any], buckets: int, overlap: bool = True) -> StepArrays:
+    """Featurise one encoded observation (the JSON of :func:`encode_observation`)."""
+    import numpy as np
+
+    instr = str(enc["i"])
+    want = _content(instr) if overlap else frozenset()
+    glob = np.zeros(_GLOBAL, dtype=np.float32)
+    glob[0] = min(float(enc.get("s", 0)), 20.0) / 10.0
+    hist = list(enc.get("h", []))[-_HISTORY:]
+    hist = ["none"] * (_HISTORY - len(hist)) + hist
+    for j, hk in enumerate(hist):
+        k = HIST_KINDS.index(hk) if hk in HIST_KINDS else HIST_KINDS.index("other")
+        glob[1 + j * len(HIST_KINDS) + k] = 1.0
+    cands = enc["c"]
+    dense = np.zeros((len(cands), _DENSE), dtype=np.float32)
+    ids: list[int] = []
+    lens = np.zeros(len(cands), dtype=np.int32)
+    o = len(KINDS) + _FLAG_BITS
+    for j, cand in enumerate(cands):
+        kind, text, rid, cls, flags = cand[:5]
+        before = len(ids)
+        ids.extend(_hashed(str(text), "", buckets))
+        if rid:
+            ids.extend(_hashed(_rid_text(str(rid)), "r", buckets))
+        if cls:
+            ids.extend(_hashed(str(cls), "k", buckets))
+        lens[j] = len(ids) - before
+        row = dense[j]
+        row[KINDS.index(kind)] = 1.0
+        row[len(KINDS):o] = [(int(flags) >> bit) & 1 for bit in range(_FLAG_BITS)]
+        row[o:o + 4] = [float(v) for v in cand[5:9]]
+        if want:
+            hit = len(want & _content(str(text))) / len(want)
+            row[o + 4], row[o + 5] = hit, float(hit > 0)
+    id_type = np.uint16 if buckets <= 1 << 16 else np.int32  # exact either way, half the bytes
+    return StepArrays(np.asarray(_hashed(instr, "", buckets), dtype=id_type), glob,
+                      np.asarray(ids, dtype=id_type), lens, dense)
+
+
 @dataclass
 class _Batch:
     instr_ids: torch.Tensor  # flat token ids of every instruction
@@ -261,56 +447,40 @@ class _Batch:
     counts: list[int] = field(default_factory=list)
 
 
-def _featurize(encoded: Sequence[Mapping[str, Any]], buckets: int) -> _Batch:
+def collate(rows: Sequence[StepArrays]) -> _Batch:
+    """Stack featurised steps into one padded batch: concatenations and one block copy
+    per step, no per-scalar Python work (padding candidates are empty bags)."""
+    import numpy as np
     import torch
 
-    bsz = len(encoded)
-    n = max(1, max((len(e["c"]) for e in encoded), default=1))
-    instr_ids: list[int] = []
-    instr_off: list[int] = []
-    glob = torch.zeros(bsz, _GLOBAL)
-    cand_ids: list[int] = []
-    cand_off: list[int] = []
-    dense = torch.zeros(bsz, n, _DENSE)
-    mask = torch.zeros(bsz, n, dtype=torch.bool)
-    counts: list[int] = []
-    for b, enc in enumerate(encoded):
-        instr = str(enc["i"])
-        instr_off.append(len(instr_ids))
-        instr_ids.extend(_hashed(instr, "", buckets))
-        want = _content(instr)
-        glob[b, 0] = min(float(enc.get("s", 0)), 20.0) / 10.0
-        hist = list(enc.get("h", []))[-_HISTORY:]
-        hist = ["none"] * (_HISTORY - len(hist)) + hist
-        for j, hk in enumerate(hist):
-            k = HIST_KINDS.index(hk) if hk in HIST_KINDS else HIST_KINDS.index("other")
-            glob[b, 1 + j * len(HIST_KINDS) + k] = 1.0
-        cands = enc["c"]
-        counts.append(len(cands))
-        for j in range(n):
-            cand_off.append(len(cand_ids))
-            if j >= len(cands):
-                continue
-            kind, text, rid, cls, flags = cands[j][:5]
-            cand_ids.extend(_hashed(str(text), "", buckets))
-            if rid:
-                cand_ids.extend(_hashed(_rid_text(str(rid)), "r", buckets))
-            if cls:
-                cand_ids.extend(_hashed(str(cls), "k", buckets))
-            mask[b, j] = True
-            row = dense[b, j]
-            row[KINDS.index(kind)] = 1.0
-            for bit in range(_FLAG_BITS):
-                row[len(KINDS) + bit] = float((int(flags) >> bit) & 1)
-            o = len(KINDS) + _FLAG_BITS
-            row[o:o + 4] = torch.tensor([float(v) for v in cands[j][5:9]])
-            if want:
-                hit = len(want & _content(str(text))) / len(want)
-                row[o + 4], row[o + 5] = hit, float(hit > 0)
-    return _Batch(torch.tensor(instr_ids, dtype=torch.long),
-                  torch.tensor(instr_off, dtype=torch.long), glob,
-                  torch.tensor(cand_ids, dtype=torch.long),
-                  torch.tensor(cand_off, dtype=torch.long), dense, mask, counts)
+    bsz = len(rows)
+    counts = [r.count for r in rows]
+    n = max(1, max(counts, default=1))
+    instr_len = np.fromiter((r.instr_ids.shape[0] for r in rows), dtype=np.int64, count=bsz)
+    instr_off = np.zeros(bsz, dtype=np.int64)
+    np.cumsum(instr_len[:-1], out=instr_off[1:])
+    lens = np.zeros((bsz, n), dtype=np.int64)
+    dense = np.zeros((bsz, n, _DENSE), dtype=np.float32)
+    for b, r in enumerate(rows):
+        lens[b, :r.count] = r.cand_len
+        dense[b, :r.count] = r.dense
+    flat = lens.reshape(-1)
+    cand_off = np.zeros(flat.shape[0], dtype=np.int64)
+    np.cumsum(flat[:-1], out=cand_off[1:])
+    empty = np.zeros(0, dtype=np.int32)
+    instr_ids = np.concatenate([r.instr_ids for r in rows]) if rows else empty
+    cand_ids = np.concatenate([r.cand_ids for r in rows]) if rows else empty
+    mask = np.arange(n)[None, :] < np.asarray(counts, dtype=np.int64).reshape(-1, 1)
+    return _Batch(torch.from_numpy(instr_ids.astype(np.int64)), torch.from_numpy(instr_off),
+                  torch.from_numpy(np.stack([r.glob for r in rows]) if rows
+                                   else np.zeros((0, _GLOBAL), dtype=np.float32)),
+                  torch.from_numpy(cand_ids.astype(np.int64)), torch.from_numpy(cand_off),
+                  torch.from_numpy(dense), torch.from_numpy(mask), counts)
+
+
+def _featurize(encoded: Sequence[Mapping[str, Any]], buckets: int,
+                overlap: bool = True) -> _Batch:
+    return collate([step_arrays(e, buckets, overlap) for e in encoded])
 
 
 def _build_model(cfg: UITreeConfig) -> torch.nn.Module:
@@ -372,6 +542,11 @@ class UITreePolicy:
             torch.random.set_rng_state(state)  # building a policy leaves others' RNG alone
         self.feature_dim = 2 * self.config.hidden
         self._rng = torch.Generator().manual_seed(self.config.seed)
+        # keep each step's featurisation in StepRecord.cache (False: recompute every
+        # time; the benchmark's "before" arm, and a way to rule the cache out)
+        self.step_cache = True
+        c = self.config
+        self._cache_key = f"uitree/v{_ENC_VERSION}/{c.buckets}/{int(c.overlap_feature)}"
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> UITreePolicy:
@@ -379,6 +554,9 @@ class UITreePolicy:
 
     def config_dict(self) -> dict[str, Any]:
         return self.config.as_dict()
+
+    def _batch(self, encoded: Sequence[Mapping[str, Any]]) -> _Batch:
+        return _featurize(encoded, self.config.buckets, self.config.overlap_feature)
 
     def reseed(self, seed: int) -> None:
         """Restart the sampling RNG (weights untouched)."""
@@ -393,7 +571,7 @@ class UITreePolicy:
             return []
         encoded = [encode_observation(o, self.config) for o in observations]
         with torch.no_grad():
-            logits, _ = self.model(_featurize(encoded, self.config.buckets))
+            logits, _ = self.model(self._batch(encoded))
             logp = torch.log_softmax(logits, -1)
             if greedy:
                 picks = logp.argmax(-1)
@@ -411,7 +589,34 @@ class UITreePolicy:
         return out
 
     # -- learning (learner) ------------------------------------------------------------------
-    def evaluate(self, steps: Sequence[StepRecord]) -> PolicyOutput:
+    def prepare(self, steps: Sequence[StepRecord]) -> int:
+        """Featurise steps into their ``StepRecord.cache`` now (e.g. when an episode enters
+        replay, off the update path); returns the bytes the arrays take."""
+        return sum(self._arrays(s).nbytes for s in steps)
+
+    def _arrays(self, step: StepRecord) -> StepArrays:
+        if not self.step_cache:
+            return step_arrays(step.obs, self.config.buckets, self.config.overlap_feature)
+        hit = step.cache.get(self._cache_key)
+        if not isinstance(hit, StepArrays):
+            hit = step_arrays(step.obs, self.config.buckets, self.config.overlap_feature)
+            step.cache[self._cache_key] = hit
+        return hit
+
+    def evaluate(self, steps: Sequence[StepRecord], *, grad: bool = True) -> PolicyOutput:
+        """log π(choice | obs), entropy and features of recorded steps. ``grad=False``: a
+        pass under ``torch.inference_mode`` for ratios and targets (outputs are plain
+        tensors a critic may take as input)."""
+        import torch
+
+        if grad:
+            return self._evaluate(steps)
+        with torch.inference_mode():
+            out = self._evaluate(steps)
+        return type(out)(log_prob=out.log_prob.clone(), entropy=out.entropy.clone(),
+                         features=out.features.clone())
+
+    def _evaluate(self, steps: Sequence[StepRecord]) -> PolicyOutput:
         import torch
 
         from distrl_sdk.learn.api import PolicyOutput
@@ -426,7 +631,7 @@ class UITreePolicy:
             idx.append(k)
         if any(e.get("v") != _ENC_VERSION for e in encoded):
             raise ValueError(f"uitree obs encoding is not version {_ENC_VERSION}")
-        logits, feats = self.model(_featurize(encoded, self.config.buckets))
+        logits, feats = self.model(collate([self._arrays(s) for s in steps]))
         logp = torch.log_softmax(logits, -1)
         chosen = logp.gather(1, torch.tensor(idx, dtype=torch.long).unsqueeze(1)).squeeze(1)
         probs = logp.exp()
@@ -437,7 +642,7 @@ class UITreePolicy:
         """[B, 2h]: the instruction encoding at step 0, with an empty screen's context."""
         enc = [{"v": _ENC_VERSION, "i": i, "s": 0, "h": [], "c": []} for i in instructions]
         out: tuple[torch.Tensor, torch.Tensor] = self.model(
-            _featurize(enc, self.config.buckets), True)
+            self._batch(enc), True)
         return out[1]
 
     def trainable_parameters(self) -> list[torch.nn.Parameter]:

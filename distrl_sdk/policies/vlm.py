@@ -44,6 +44,21 @@ LLaVA in code (``"arch": "qwen2_vl"`` a tiny Qwen2-VL; :mod:`distrl_sdk.policies
 ``config_dict()`` names it, so a worker rebuilding from the config gets bit-identical
 base weights and loads the adapter.
 
+**Learner memory (a 2B model on one GPU).** ``evaluate(steps, grad=False)`` is the
+no-grad pass for ratios, critic inputs and priorities; the gradient pass runs in
+micro-batches (:func:`distrl_sdk.learn.microbatch.accumulate_gradients`, which asks for
+no hidden states: ``evaluate(steps, features=False)``). ``gradient_checkpointing``
+recomputes decoder layers in backward (only the layers are put in training mode, so
+no dropout switches on); ``autocast`` runs acting and scoring under bf16/fp16 autocast
+(both, so log μ and log π still agree). Vision features are cached per frame (keyed by
+the frame's SHA-256, ``vision_cache_frames`` of them, LRU) whenever nothing on the vision
+path trains (the default LoRA targets only the language model): a step is scored in
+``decide``, then in every replay's no-grad and grad pass, and its screen's vision tower
+runs once. ``logprob_reduction="mean"`` scores a reply by its mean token log-prob: a
+sequence ratio over 30–60 tokens is a product of that many per-token ratios, and it
+explodes or vanishes after a few updates (clipping then zeroes most of a batch);
+the per-token geometric mean stays near 1. ``decide`` reports the same reduction.
+
 **Frames.** ``decide`` sees ``Observation.screenshot_png``; the learner sees whatever
 ``StepRecord.frame`` carries. Ship VLM frames losslessly (or decide on the same JPEG):
 a JPEG re-encoding changes the pixels, hence log π, hence the importance ratio.
@@ -93,6 +108,8 @@ screen width and height, from 0 to 1.
 
 _DTYPES: Final = ("float32", "bfloat16", "float16", "auto")
 _OBS_KEYS: Final = ("instruction", "history", "screen_size", "step", "image")
+_REDUCTIONS: Final = ("sum", "mean")
+_AUTOCAST: Final = ("bfloat16", "float16")
 
 
 @dataclass(frozen=True)
@@ -116,6 +133,14 @@ class VLMConfig:
     history_len: int = 4  # earlier actions shown in the prompt
     image_max_side: int | None = None  # downscale screens to this longest side (pixels)
     action_prompt: str = ACTION_PROMPT  # the action schema appended to every prompt
+    # -- training a real (2B) model on one GPU; see "Learner memory" above --
+    # log π of a reply: "sum" over its tokens (the exact sequence log-prob) or "mean"
+    # (length-normalised: ratios π/μ become per-token geometric means)
+    logprob_reduction: str = "sum"
+    gradient_checkpointing: bool = False  # recompute decoder layers in backward
+    autocast: str | None = None  # "bfloat16" | "float16": torch.autocast for scoring/acting
+    vision_cache_frames: int = 128  # per-frame vision features kept (0: off; auto-off
+    # when the adapter trains anything on the vision path)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> VLMConfig:
@@ -141,6 +166,14 @@ class VLMConfig:
                               "history_len ≥ 0")
         if cfg.image_max_side is not None and cfg.image_max_side < 1:
             raise ConfigError("vlm policy config: image_max_side must be ≥ 1 or null")
+        if cfg.logprob_reduction not in _REDUCTIONS:
+            raise ConfigError(f"vlm policy config: logprob_reduction {cfg.logprob_reduction!r} "
+                              f"is not one of {_REDUCTIONS}")
+        if cfg.autocast not in (None, *_AUTOCAST):
+            raise ConfigError(f"vlm policy config: autocast {cfg.autocast!r} is not null or "
+                              f"one of {_AUTOCAST}")
+        if cfg.vision_cache_frames < 0:
+            raise ConfigError("vlm policy config: vision_cache_frames must be ≥ 0")
         return cfg
 
     def to_dict(self) -> dict[str, Any]:
@@ -202,6 +235,8 @@ class VLMPolicy:
 
     def __init__(self, model: Any, processor: Any, config: VLMConfig) -> None:
         """``model`` is already wrapped by PEFT (see :meth:`from_config`)."""
+        import torch
+
         self.model, self.processor, self.config = model, processor, config
         # PolicyAgent may run two decide() batches in threads at once, and a learner may
         # evaluate() meanwhile: fast tokenizers are not re-entrant ("Already borrowed")
@@ -228,6 +263,8 @@ class VLMPolicy:
         self._allowed = [True] * vocab
         for i in self.banned_ids:
             self._allowed[i] = False
+        self._vision = _VisionCache(model, config.vision_cache_frames)
+        self._autocast_dtype = getattr(torch, config.autocast) if config.autocast else None
 
     # ── construction ────────────────────────────────────────────────────────────────
     @classmethod
@@ -241,6 +278,12 @@ class VLMPolicy:
 
         cfg = VLMConfig.from_dict(config)
         model, processor = _load_base(cfg)
+        if cfg.gradient_checkpointing:  # non-reentrant: LoRA inputs need no requires_grad
+            kw = {"use_reentrant": False}
+            if hasattr(model, "activation_checkpointing_enable"):  # transformers ≥ 5 name
+                model.activation_checkpointing_enable(activation_checkpointing_kwargs=kw)
+            else:
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kw)
         # A neutral generation config: the checkpoint's sampling defaults (top_k, top_p,
         # repetition_penalty …) would make the behaviour differ from π.
         tok = processor.tokenizer
@@ -340,10 +383,11 @@ class VLMPolicy:
 
         obs = [self.encode_observation(o) for o in observations]
         images = [self._image(o.screenshot_png) for o in observations]
+        frames = [o.screenshot_png for o in observations]
         batch = self._layout(obs, images, [[] for _ in obs])
         sample = {"do_sample": True, "temperature": float(self.config.temperature),
                   "top_k": 0, "top_p": 1.0} if not greedy else {"do_sample": False}
-        with torch.no_grad():
+        with torch.no_grad(), self._autocast(), self._vision.frames(frames):
             out = self.model.generate(
                 **batch.inputs, max_new_tokens=self.config.max_new_tokens,
                 pad_token_id=self.pad_id, eos_token_id=self.eos_id, repetition_penalty=1.0,
@@ -356,7 +400,7 @@ class VLMPolicy:
             text = self.tokenizer.decode(ids, skip_special_tokens=True)
             choices.append({"text": text, "eos": eos, "ids": ids})
         with torch.no_grad():
-            logp, ent, _ = self._score(obs, images, choices, features=False)
+            logp, ent, _ = self._score(obs, images, choices, features=False, frames=frames)
         decisions = []
         for o, ob, ch, lp, h in zip(observations, obs, choices, logp.tolist(), ent.tolist(),
                                     strict=True):
@@ -365,11 +409,19 @@ class VLMPolicy:
                                       info={"entropy": float(h)}))
         return decisions
 
-    def evaluate(self, steps: Sequence[StepRecord]) -> PolicyOutput:
+    def evaluate(self, steps: Sequence[StepRecord], *, grad: bool = True,
+                 features: bool = True) -> PolicyOutput:
         """log π of each step's recorded choice under the current weights (differentiable
         through the LoRA adapter), the mean token entropy along it and the prompt's
-        pooled last hidden state."""
+        pooled last hidden state. ``grad=False``: no autograd graph (ratios, targets,
+        priorities; ``no_grad`` rather than ``inference_mode``, so cached vision features
+        stay usable by a later gradient pass). ``features=False``: no hidden states are
+        kept (the gradient pass's memory) and ``features`` is ``[B, 0]``."""
         import torch
+
+        if not grad:
+            with torch.no_grad():
+                return self.evaluate(steps, features=features)
 
         from distrl_sdk.learn.api import PolicyOutput
 
@@ -387,9 +439,18 @@ class VLMPolicy:
             images.append(self._image(s.frame) if s.obs["image"] else None)
         with self._lock:
             logp, ent, feats = self._score(obs, images, [s.choice for s in steps],
-                                           features=True)
-        assert feats is not None
+                                           features=features,
+                                           frames=[s.frame if s.obs["image"] else None
+                                                   for s in steps])
+        if feats is None:
+            feats = logp.new_zeros(len(steps), 0)
         return PolicyOutput(log_prob=logp, entropy=ent, features=feats)
+
+    @property
+    def vision_cache_stats(self) -> dict[str, int]:
+        """Frames whose vision features came from the cache (hits) or were computed."""
+        return {"hits": self._vision.hits, "misses": self._vision.misses,
+                "frames": len(self._vision.store), "enabled": int(self._vision.enabled)}
 
     def instruction_features(self, instructions: Sequence[str]) -> torch.Tensor:
         """[B, D] mean last hidden state over a text-only prompt of the instruction."""
@@ -499,19 +560,57 @@ class VLMPolicy:
         mask = inputs["attention_mask"]
         return (mask.long().cumsum(-1) - 1).clamp_min(0)
 
+    def _autocast(self) -> Any:
+        import contextlib
+
+        import torch
+
+        if self._autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=self.model.device.type, dtype=self._autocast_dtype)
+
+    def _checkpointing(self) -> Any:
+        """With gradient checkpointing on and gradients enabled: the decoder layers (and
+        only them, not their dropout-carrying children) in training mode, which is
+        what makes transformers checkpoint them; restored afterwards."""
+        import contextlib
+
+        import torch
+
+        @contextlib.contextmanager
+        def scope() -> Any:
+            if not (self.config.gradient_checkpointing and torch.is_grad_enabled()):
+                yield
+                return
+            layers = [m for m in self.model.modules()
+                      if getattr(m, "gradient_checkpointing", False) is True
+                      and isinstance(m, torch.nn.Module)]
+            for m in layers:
+                m.training = True  # not m.train(): that would recurse into dropouts
+            try:
+                yield
+            finally:
+                for m in layers:
+                    m.training = False
+        return scope()
+
     def _score(self, obs: Sequence[Mapping[str, Any]], images: Sequence[Image.Image | None],
-               choices: Sequence[Mapping[str, Any]], *, features: bool
+               choices: Sequence[Mapping[str, Any]], *, features: bool,
+               frames: Sequence[bytes | None] | None = None
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """Sum of log π over each choice's tokens, their mean entropy, and (optionally)
-        the prompt's mean last hidden state — one forward pass for the batch."""
+        """Sum (or mean, ``logprob_reduction``) of log π over each choice's tokens, their
+        mean entropy, and (optionally) the prompt's mean last hidden state — one forward
+        pass for the batch."""
         import torch
 
         cids = [self._choice_ids(c) for c in choices]
         batch = self._layout(obs, images, cids)
         inputs = batch.inputs
         k = max(batch.choice_len) + 1  # logits at the last k positions predict the choices
-        out = self.model(**inputs, position_ids=self._position_ids(inputs),
-                         output_hidden_states=features, logits_to_keep=k)
+        with self._autocast(), self._vision.frames(frames), self._checkpointing():
+            out = self.model(**inputs, position_ids=self._position_ids(inputs),
+                             output_hidden_states=features, logits_to_keep=k,
+                             use_cache=False)
         logits = out.logits[:, -k:-1].float() / float(self.config.temperature)
         allowed = torch.tensor(self._allowed, device=logits.device)
         logp_all = torch.log_softmax(logits.masked_fill(~allowed, -math.inf), dim=-1)
@@ -523,6 +622,8 @@ class VLMPolicy:
         on = pos.unsqueeze(0) >= (k - 1) - n.unsqueeze(1)  # choice tokens only
         # where() not a product: prompt targets (image slots …) have log-prob -inf
         logp = torch.where(on, tok_logp, 0.0).sum(-1)
+        if self.config.logprob_reduction == "mean":
+            logp = logp / on.sum(-1).clamp_min(1)
         ent = torch.where(on, tok_ent, 0.0).sum(-1) / on.sum(-1).clamp_min(1)
         feats = None
         if features:
@@ -530,6 +631,93 @@ class VLMPolicy:
             h = out.hidden_states[-1].float()
             feats = (h * pm).sum(1) / pm.sum(1).clamp_min(1.0)
         return logp, ent, feats
+
+
+class _VisionCache:
+    """Per-frame vision features (the vision tower + projector's output for one image),
+    keyed by the frame's SHA-256: installed in place of the base model's
+    ``get_image_features``, so the model's own forward and ``generate`` use it. Off when
+    any parameter on the vision path trains (its features would go stale) or the model
+    has no ``get_image_features`` of the known layouts (LLaVA: one image per row of
+    ``pixel_values``; Qwen2-VL: patches split by ``image_grid_thw``)."""
+
+    def __init__(self, peft_model: Any, capacity: int) -> None:
+        from collections import OrderedDict
+
+        self.capacity, self.hits, self.misses = capacity, 0, 0
+        self.store: OrderedDict[str, Any] = OrderedDict()
+        self._keys: list[str] | None = None
+        inner: Any = getattr(peft_model.get_base_model(), "model", None)
+        original: Any = getattr(inner, "get_image_features", None)
+        vision_trains = inner is not None and any(
+            p.requires_grad for name, child in inner.named_children()
+            if name != "language_model" for p in child.parameters())
+        self.enabled = capacity > 0 and original is not None and not vision_trains
+        self._original: Any = original
+        if self.enabled:
+            import inspect
+
+            def features(*args: Any, **kwargs: Any) -> Any:
+                return self._features(*args, **kwargs)
+
+            # generate() picks the encoder's inputs by its signature: keep the original's
+            features.__signature__ = inspect.signature(original)  # type: ignore[attr-defined]
+            inner.get_image_features = features
+
+    def frames(self, frames: Sequence[bytes | None] | None) -> Any:
+        """While scoring/generating a batch: the keys of its images, in order."""
+        import contextlib
+        import hashlib
+
+        @contextlib.contextmanager
+        def scope() -> Any:
+            self._keys = None if frames is None or not self.enabled else [
+                hashlib.sha256(f).hexdigest() for f in frames if f is not None]
+            try:
+                yield
+            finally:
+                self._keys = None
+        return scope()
+
+    def _features(self, pixel_values: Any, *args: Any, **kwargs: Any) -> Any:
+        import torch
+        from transformers.modeling_outputs import BaseModelOutputWithPooling
+
+        keys = self._keys
+        grid = kwargs.get("image_grid_thw", args[0] if args else None)
+        if keys is None or kwargs.get("image_sizes") is not None:
+            return self._original(pixel_values, *args, **kwargs)
+        if grid is not None:  # Qwen2-VL: flattened patches, image i owns prod(grid[i])
+            sizes = grid.prod(-1).tolist()
+            if len(sizes) != len(keys):
+                return self._original(pixel_values, *args, **kwargs)
+            parts = list(torch.split(pixel_values, sizes))
+        else:  # LLaVA: one image per row
+            if pixel_values.shape[0] != len(keys):
+                return self._original(pixel_values, *args, **kwargs)
+            parts = list(pixel_values.split(1))
+        first = {k: i for i, k in reversed(list(enumerate(keys)))}  # a frame twice: once
+        missing = [i for k, i in first.items() if k not in self.store]
+        self.hits += len(keys) - len(missing)
+        self.misses += len(missing)
+        if missing:
+            sub = torch.cat([parts[i] for i in missing])
+            rest = dict(kwargs)
+            if grid is not None:
+                rest["image_grid_thw"] = grid[missing]
+                args = ()
+            with torch.no_grad():  # the vision path is frozen: features are constants
+                pooled = self._original(sub, *args, **rest).pooler_output
+            for i, feat in zip(missing, pooled, strict=True):
+                self.store[keys[i]] = feat.detach()
+        out = []
+        for k in keys:
+            self.store.move_to_end(k)
+            out.append(self.store[k])
+        while len(self.store) > self.capacity:
+            self.store.popitem(last=False)
+        # the models' forward reads only pooler_output, a per-image list (not a tensor)
+        return BaseModelOutputWithPooling(pooler_output=out)  # type: ignore[arg-type]
 
 
 def _load_base(cfg: VLMConfig) -> tuple[Any, Any]:

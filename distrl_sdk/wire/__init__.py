@@ -1,5 +1,5 @@
 """The DistRL wire format: versioned envelopes, the MQTT topic tree, trajectory codec
-and chunking (DESIGN.md §3). Transport-agnostic; ``farm.transport`` moves the bytes."""
+and chunking (docs/design.md §3). Transport-agnostic; ``farm.transport`` moves the bytes."""
 
 from distrl_sdk.wire import topics
 from distrl_sdk.wire.codec import (
@@ -29,12 +29,14 @@ from distrl_sdk.wire.elements import MAX_ELEMENTS, compact_element, compact_elem
 from distrl_sdk.wire.schemas import (
     FARM_STATUS_ID,
     SCHEMAS,
+    TRAJECTORY_VERSIONS,
     AttachmentRef,
     Command,
     CommandResult,
     DeviceFrame,
     DeviceStatus,
     Envelope,
+    EvalInfo,
     Metrics,
     PolicyPointer,
     StepMsg,
@@ -48,6 +50,7 @@ __all__ = [
     "MAX_CHUNK_BYTES",
     "MAX_ELEMENTS",
     "SCHEMAS",
+    "TRAJECTORY_VERSIONS",
     "TRAJ_CODEC",
     "AttachmentRef",
     "Chunk",
@@ -57,6 +60,7 @@ __all__ = [
     "DeviceFrame",
     "DeviceStatus",
     "Envelope",
+    "EvalInfo",
     "FrameOptions",
     "Message",
     "Metrics",

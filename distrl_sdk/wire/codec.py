@@ -22,6 +22,7 @@ from distrl_sdk.wire import topics
 from distrl_sdk.wire.schemas import (
     SCHEMA_OF,
     SCHEMAS,
+    TRAJECTORY_VERSIONS,
     AttachmentRef,
     DeviceFrame,
     Envelope,
@@ -217,8 +218,12 @@ def encode_trajectory(msg: TrajectoryMsg, frames: Mapping[int, bytes | Image.Ima
     for name, (ctype, data) in (extra or {}).items():
         add(name, ctype, data)
     body = msg.model_copy(update={"steps": steps, "attachments": refs})
-    env = Envelope(schema="trajectory", version=1, id=msg.id, codec=TRAJ_CODEC,
-                   farm_id=msg.farm_id, body=body.model_dump(mode="json"))
+    # v2 only where its field is used: a learner that predates evaluation refuses an eval
+    # trajectory (wrong schema) instead of learning from it, and still takes the others
+    version = 2 if msg.eval is not None else 1
+    env = Envelope(schema="trajectory", version=version, id=msg.id, codec=TRAJ_CODEC,
+                   farm_id=msg.farm_id,
+                   body=body.model_dump(mode="json", exclude={"eval"} if version == 1 else None))
     header = env.model_dump_json(by_alias=True).encode()
     return b"".join([TRAJ_MAGIC, _U32.pack(len(header)), header, *blobs])
 
@@ -230,10 +235,11 @@ class DecodedTrajectory:
     attachments: dict[str, bytes]
 
 
-def _framed_envelope(data: bytes, magic: bytes, max_header: int, schema: str
+def _framed_envelope(data: bytes, magic: bytes, max_header: int, schema: str,
+                     versions: frozenset[int] = frozenset({1})
                      ) -> tuple[Envelope, int] | Rejected:
-    """``magic | u32 header length | Envelope JSON | …``: the envelope (of ``schema`` v1)
-    and the header length, or why not."""
+    """``magic | u32 header length | Envelope JSON | …``: the envelope (of ``schema``, one
+    of ``versions``) and the header length, or why not."""
     if data[:4] != magic or len(data) < 8:
         return Rejected(RejectReason.BAD_PAYLOAD, f"no {schema} magic")
     (hlen,) = _U32.unpack_from(data, 4)
@@ -246,7 +252,7 @@ def _framed_envelope(data: bytes, magic: bytes, max_header: int, schema: str
     env = _envelope(raw)
     if isinstance(env, Rejected):
         return env
-    if (env.schema_, env.version) != (schema, 1):
+    if env.schema_ != schema or env.version not in versions:
         return Rejected(RejectReason.WRONG_SCHEMA, f"{env.schema_} v{env.version}, "
                                                    f"expected {schema}")
     return env, hlen
@@ -257,10 +263,13 @@ def decode_trajectory(payload: bytes, *, verify_attachments: bool = True
     """Inverse of :func:`encode_trajectory`; never raises. ``verify_attachments=False``
     skips the per-attachment sha256 (when the whole payload's hash was checked already)."""
     try:
-        head = _framed_envelope(payload, TRAJ_MAGIC, MAX_HEADER_BYTES, "trajectory")
+        head = _framed_envelope(payload, TRAJ_MAGIC, MAX_HEADER_BYTES, "trajectory",
+                                TRAJECTORY_VERSIONS)
         if isinstance(head, Rejected):
             return head
         env, hlen = head
+        if env.version < 2 and env.body.get("eval") is not None:  # v1 had no such field
+            return Rejected(RejectReason.BAD_BODY, "eval needs trajectory v2")
         try:
             msg = TrajectoryMsg.model_validate(env.body)
         except ValueError as e:

@@ -12,12 +12,14 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "FARM_STATUS_ID",
     "SCHEMAS",
+    "TRAJECTORY_VERSIONS",
     "AttachmentRef",
     "Command",
     "CommandResult",
     "DeviceFrame",
     "DeviceStatus",
     "Envelope",
+    "EvalInfo",
     "Metrics",
     "PolicyPointer",
     "StepMsg",
@@ -39,7 +41,7 @@ class _Model(BaseModel):
 
 
 class Envelope(_Model):
-    """The outer frame of every payload (DESIGN.md §3)."""
+    """The outer frame of every payload (docs/design.md §3)."""
 
     schema_: str = Field(alias="schema", min_length=1, max_length=64)
     version: int = Field(ge=1, le=1000)
@@ -79,6 +81,20 @@ class StepMsg(_Model):
     choice: dict[str, Any] | None = None
 
 
+class EvalInfo(_Model):
+    """Marks a held-out evaluation episode (trajectory schema v2): a frozen policy played a
+    test instance; the learner scores it and never learns from it. A round is complete when
+    every one of its ``planned`` instances has a ``final`` trajectory."""
+
+    round: str = Field(pattern=_ID_PATTERN)  # unique per farm and round
+    policy_version: int | None = Field(default=None, ge=0)  # the frozen version played
+    instance: int = Field(ge=0)  # this instance's index in the round
+    planned: int = Field(ge=1, le=1_000_000)  # instances in the round
+    final: bool = True  # False: an aborted attempt the farm plays again (not scored)
+    split: Literal["train", "test"] = "test"
+    greedy: bool = True
+
+
 class TrajectoryMsg(_Model):
     id: str = Field(default_factory=new_id, pattern=_ID_PATTERN)
     farm_id: str = Field(pattern=_ID_PATTERN)
@@ -94,6 +110,9 @@ class TrajectoryMsg(_Model):
     attachments: list[AttachmentRef] = Field(default_factory=list)
     started_at: float | None = None
     ended_at: float | None = None
+    # v2: set on evaluation episodes only (a training trajectory is still encoded as v1, so
+    # learners that predate evaluation keep learning from it, and refuse eval ones)
+    eval: EvalInfo | None = None
 
 
 class TrajectoryAck(_Model):
@@ -183,6 +202,7 @@ class Metrics(_Model):
 #: (schema name, version) → body model
 SCHEMAS: dict[tuple[str, int], type[BaseModel]] = {
     ("trajectory", 1): TrajectoryMsg,
+    ("trajectory", 2): TrajectoryMsg,  # + ``eval``
     ("trajectory_ack", 1): TrajectoryAck,
     ("device_status", 1): DeviceStatus,
     ("policy_pointer", 1): PolicyPointer,
@@ -192,3 +212,5 @@ SCHEMAS: dict[tuple[str, int], type[BaseModel]] = {
     ("metrics", 1): Metrics,
 }
 SCHEMA_OF: dict[type[BaseModel], str] = {cls: name for (name, _v), cls in SCHEMAS.items()}
+#: trajectory envelope versions this code reads (v1: no ``eval`` field)
+TRAJECTORY_VERSIONS = frozenset({1, 2})

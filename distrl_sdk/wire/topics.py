@@ -1,4 +1,4 @@
-"""The MQTT topic tree, ``distrl/v1/...`` (DESIGN.md §3), and validation of ids used in it."""
+"""The MQTT topic tree, ``distrl/v1/...`` (docs/design.md §3), and validation of ids used in it."""
 
 from __future__ import annotations
 

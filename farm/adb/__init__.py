@@ -1,5 +1,8 @@
 """Talking to adb servers and devices."""
 
-from farm.adb.client import AdbServerClient, AdbServerError, ShellV2Result
+from farm.adb.client import AdbServerClient, ShellV2Result
+from farm.adb.errors import AdbServerError, FrameError
+from farm.adb.frames import RawFrame, looks_blank
 
-__all__ = ["AdbServerClient", "AdbServerError", "ShellV2Result"]
+__all__ = ["AdbServerClient", "AdbServerError", "FrameError", "RawFrame", "ShellV2Result",
+           "looks_blank"]

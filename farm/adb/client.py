@@ -4,7 +4,8 @@ adbutils pays ≥ 20 ms per ``shell()`` (its connection close sleeps 10 ms) and 
 a bytes object 4 KB at a time (DESIGN.md §4), which is fine for setup work and far
 too slow for the per-step hot path. This client opens one socket per command
 (``host:transport:SERIAL`` then ``shell:``/``shell,v2,raw:``/``exec:``) and reads
-into a buffer that grows geometrically.
+into a buffer that grows geometrically; raw frames, whose header gives their size, go
+into one buffer of exactly that size (:mod:`farm.adb.frames`).
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import struct
 import time
 from dataclasses import dataclass
 
+from farm.adb.errors import AdbServerError
+from farm.adb.frames import RawFrame, read_raw_frame
+
+__all__ = ["AdbServerClient", "AdbServerError", "ShellV2Result"]
+
 _V2_HEADER = struct.Struct("<BI")
 _SYNC_CHUNK = 64 * 1024  # SYNC_DATA_MAX
-
-
-class AdbServerError(Exception):
-    """The adb server answered FAIL, or the connection broke."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +111,16 @@ class AdbServerClient:
         sock = await self._service(serial, f"exec:{command}")
         try:
             return await asyncio.wait_for(self._read_all(sock), self.timeout)
+        finally:
+            sock.close()
+
+    async def raw_frame(self, serial: str, command: str = "screencap") -> RawFrame:
+        """One raw frame from ``exec:COMMAND`` (``screencap``, ``screencap -d ID`` …),
+        read into a buffer of its exact size; :class:`~farm.adb.errors.FrameError` if
+        the output is not exactly one frame."""
+        sock = await self._service(serial, f"exec:{command}")
+        try:
+            return await asyncio.wait_for(read_raw_frame(sock), self.timeout)
         finally:
             sock.close()
 

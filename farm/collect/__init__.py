@@ -8,7 +8,7 @@ from farm.collect.policy import (
     RandomProvider,
     StaticProvider,
 )
-from farm.collect.sampler import TaskSampler
+from farm.collect.sampler import EpisodeSampler, TaskSampler
 from farm.collect.sink import EpisodeMeta, JsonlSink, MemorySink, TrajectorySink
 
 __all__ = [
@@ -16,6 +16,7 @@ __all__ = [
     "CollectorConfig",
     "CollectorStats",
     "EpisodeMeta",
+    "EpisodeSampler",
     "JsonlSink",
     "MemorySink",
     "Mode",

@@ -40,7 +40,7 @@ from distrl_sdk.runner import run_episode
 from distrl_sdk.task import Task
 from distrl_sdk.trajectory import EpisodeStatus, Trajectory
 from farm.collect.policy import PolicyChoice, PolicyProvider
-from farm.collect.sampler import TaskSampler
+from farm.collect.sampler import EpisodeSampler
 from farm.collect.sink import EpisodeMeta, TrajectorySink
 from farm.device.lifecycle import DeviceState, Lease
 from farm.device.registry import DeviceRegistry
@@ -64,6 +64,9 @@ class CollectorConfig:
     cancel_grace_s: float = 2.0  # teardown after a cancel gets this long, then re-cancel
     settle_s: float = 0.0
     with_screenshots: bool = False
+    # end an episode as soon as the task's evaluator says it succeeded: actions taken
+    # after the goal was met are never rewarded (nor can they undo it)
+    stop_on_success: bool = True
 
 
 @dataclass
@@ -156,7 +159,7 @@ def _instrument(task: Task, timings: dict[str, float]) -> None:
 
 
 class Collector:
-    def __init__(self, registry: DeviceRegistry, sampler: TaskSampler,
+    def __init__(self, registry: DeviceRegistry, sampler: EpisodeSampler,
                  policies: PolicyProvider, sink: TrajectorySink,
                  config: CollectorConfig | None = None, *, name: str = "farm") -> None:
         self.registry, self.sampler, self.policies, self.sink = registry, sampler, policies, sink
@@ -239,7 +242,8 @@ class Collector:
             if lease is None:
                 self._started -= 1
                 return
-            await self._episode(lease, wid, None)
+            if not await self._episode(lease, wid, None):
+                return  # the sampler has nothing left to play
 
     # -- sync mode -----------------------------------------------------------------------
     async def _run_sync(self) -> None:
@@ -264,11 +268,12 @@ class Collector:
                     return
                 continue
             # the barrier: the next round starts when every episode of this one is over
-            await asyncio.gather(*(self._episode(lease, lease.owner, rnd) for lease in leases))
+            ran = await asyncio.gather(*(self._episode(lease, lease.owner, rnd)
+                                         for lease in leases))
             rnd += 1
             if not self._stop.is_set():  # a round cut short by stop() is not counted
                 self.stats.rounds = rnd
-            if self._budget_spent():
+            if self._budget_spent() or not all(ran):
                 return
 
     def _budget_spent(self) -> bool:
@@ -276,8 +281,9 @@ class Collector:
         return cap is not None and self._started >= cap
 
     # -- one episode ----------------------------------------------------------------------
-    async def _episode(self, lease: Lease, wid: str, rnd: int | None) -> None:
-        """Run one episode on a held lease; always releases it and sinks one trajectory."""
+    async def _episode(self, lease: Lease, wid: str, rnd: int | None) -> bool:
+        """Run one episode on a held lease; always releases it and sinks one trajectory.
+        False (lease released, nothing sunk) when the sampler is exhausted."""
         cfg = self.config
         t_start, started_at = time.perf_counter(), time.time()
         serial = lease.serial
@@ -286,7 +292,12 @@ class Collector:
         reason: str | None = None
         run: asyncio.Task[Trajectory] | None = None
         try:
-            task = self.sampler.sample()
+            sampled = self.sampler.sample()
+            if sampled is None:  # an exhausted sampler (evaluation): this worker is done
+                self._started -= 1
+                lease.release()
+                return False
+            task = sampled
             _instrument(task, timings)
             try:
                 choice = await self.policies.policy_for(task, lease.device)
@@ -296,7 +307,8 @@ class Collector:
             policy = _CountingPolicy(choice.policy)
             run = asyncio.create_task(run_episode(
                 task, lease.device, policy, max_steps=cfg.max_steps, settle_s=cfg.settle_s,
-                with_screenshots=cfg.with_screenshots), name=f"episode:{serial}")
+                with_screenshots=cfg.with_screenshots, stop_on_success=cfg.stop_on_success),
+                name=f"episode:{serial}")
             self._inflight.add(run)
             lost = asyncio.create_task(lease.lost.wait())
             stop = asyncio.create_task(self._stop.wait())
@@ -350,6 +362,7 @@ class Collector:
         else:  # clean, or cancelled by stop(): the device is fine
             lease.release(release_exc)
         await self._sink(traj, meta)
+        return True
 
     async def _cancel(self, run: asyncio.Task[Trajectory]) -> tuple[Trajectory | None, str | None]:
         """Cancel an episode (unless over); a teardown stuck on a hung device is cancelled

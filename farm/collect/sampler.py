@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import random
 from collections.abc import Mapping, Sequence
+from typing import Protocol
 
 from distrl_sdk.task import Split, Task
 
-__all__ = ["TaskSampler"]
+__all__ = ["EpisodeSampler", "TaskSampler"]
+
+
+class EpisodeSampler(Protocol):
+    """What the collector plays next. ``None``: nothing left (the worker that asked ends;
+    an evaluation plan is exhausted), never returned by :class:`TaskSampler`."""
+
+    def sample(self) -> Task | None: ...
 
 
 class TaskSampler:

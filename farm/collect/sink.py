@@ -38,6 +38,9 @@ class EpisodeMeta:
     decisions: int = 0  # policy calls: env steps taken, even when a cancel lost the steps
     # milliseconds spent per phase, summed over the episode
     timings: dict[str, float] = field(default_factory=dict)
+    # a held-out evaluation episode: the fields of distrl_sdk.wire.EvalInfo (never learned
+    # from); None for a training episode
+    eval: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

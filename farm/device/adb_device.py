@@ -2,22 +2,20 @@
 
 One class serves USB phones, ``adb connect`` targets, emulators and sim phones: they
 differ only in how the adb server reaches them. Screens are captured raw and encoded
-on the host (``screencap -p`` costs 0.5–2 s on real phones, DESIGN.md §4).
+on the host (``screencap -p`` costs 0.5–2 s on real phones, docs/design.md §4).
 """
 
 from __future__ import annotations
 
 import asyncio
-import io
 import re
-import struct
-
-from PIL import Image
 
 from distrl_sdk.device import ShellOutput
 from distrl_sdk.errors import AdbTimeout, DeviceError, DeviceOffline, ProtocolError
 from distrl_sdk.uitree import UIElement, parse_ui_dump
 from farm.adb.client import AdbServerClient, AdbServerError
+from farm.adb.errors import FrameError
+from farm.device.observe import Frame
 
 _SIZE = re.compile(r"(Physical|Override) size:\s*(\d+)x(\d+)")
 
@@ -92,24 +90,23 @@ class AdbDevice:
             self._size = size
         return self._size
 
-    async def screenshot_rgba(self) -> tuple[int, int, bytes]:
-        """Raw RGBA pixels from ``screencap`` (12- or 16-byte header, by Android version)."""
-        raw = await self.exec_out("screencap")
-        if len(raw) < 12:
-            raise DeviceError(f"screencap returned {len(raw)} bytes", serial=self._serial)
-        width, height = struct.unpack_from("<II", raw)
-        for header in (16, 12):
-            if len(raw) == header + width * height * 4:
-                return width, height, raw[header:]
-        raise DeviceError(f"screencap returned {len(raw)} bytes for {width}x{height}; "
-                          "the frame is incomplete", serial=self._serial)
+    async def screenshot_rgba(self) -> tuple[int, int, memoryview]:
+        """Raw RGBA pixels from ``screencap`` (12- or 16-byte header, by Android version):
+        a read-only view of the one buffer the frame was received into (no copies)."""
+        try:
+            frame = await asyncio.wait_for(self.client.raw_frame(self._serial), self.timeout)
+        except TimeoutError:
+            raise AdbTimeout(f"`screencap` took longer than {self.timeout:g} s",
+                             serial=self._serial) from None
+        except FrameError as exc:  # the capture failed; the device may well be fine
+            raise DeviceError(str(exc), serial=self._serial) from None
+        except AdbServerError as exc:
+            raise self._error(exc, "exec `screencap`") from None
+        return frame.width, frame.height, frame.pixels
 
     async def screenshot_png(self) -> bytes:
         width, height, rgba = await self.screenshot_rgba()
-        img = Image.frombuffer("RGBA", (width, height), rgba, "raw", "RGBA", 0, 1)
-        out = io.BytesIO()
-        img.save(out, "PNG", compress_level=1)
-        return out.getvalue()
+        return Frame(width, height, rgba).to_png(compress_level=1)
 
     async def ui_xml(self) -> str:
         out = (await self.exec_out("uiautomator dump /dev/tty")).decode(errors="replace")

@@ -8,7 +8,8 @@ Stale-frame policy (DESIGN.md §4, "never a silent black frame"):
 
 * :func:`observe` never invents pixels. A capture that fails, times out, comes back
   short, or is all zero bytes (a transparent-black buffer, which a working
-  ``screencap`` never produces: real frames are opaque) raises a typed
+  ``screencap`` never produces: real frames are opaque; judged from a strided sample,
+  :func:`farm.adb.looks_blank`, not a scan of all 10 MB) raises a typed
   :class:`~distrl_sdk.errors.DeviceError` (``AdbTimeout`` on a deadline,
   ``DeviceOffline`` when the adb server lost the device).
 * :class:`Observer` wraps it for an episode loop: on a failure it may return the
@@ -31,6 +32,7 @@ from PIL import Image
 
 from distrl_sdk.errors import AdbTimeout, DeviceError, DeviceOffline
 from distrl_sdk.uitree import UIElement
+from farm.adb.frames import looks_blank
 
 __all__ = [
     "Frame",
@@ -52,7 +54,7 @@ class Observable(Protocol):
     @property
     def serial(self) -> str: ...
 
-    async def screenshot_rgba(self) -> tuple[int, int, bytes]: ...
+    async def screenshot_rgba(self) -> tuple[int, int, bytes | memoryview]: ...
 
     async def ui_elements(self) -> list[UIElement]: ...
 
@@ -61,14 +63,18 @@ class Observable(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Frame:
-    """Raw RGBA pixels, row-major, 4 bytes a pixel."""
+    """Raw RGBA pixels, row-major, 4 bytes a pixel. From a device, ``rgba`` is a
+    read-only view of the buffer the frame was received into (never copied)."""
 
     width: int
     height: int
-    rgba: bytes
+    rgba: bytes | memoryview
 
     def image(self) -> Image.Image:
-        return Image.frombuffer("RGBA", (self.width, self.height), self.rgba, "raw", "RGBA", 0, 1)
+        """A PIL image over the same memory (frombuffer maps it, no copy)."""
+        # PIL's stubs leave memoryview out, but frombuffer takes any buffer
+        return Image.frombuffer("RGBA", (self.width, self.height), self.rgba,  # type: ignore[arg-type]
+                                "raw", "RGBA", 0, 1)
 
     def to_png(self, compress_level: int = 1) -> bytes:
         out = io.BytesIO()
@@ -123,11 +129,11 @@ def parse_focus(text: str) -> tuple[str | None, str | None, str | None]:
     return None, None, None
 
 
-def _check_frame(serial: str, width: int, height: int, rgba: bytes) -> Frame:
+def _check_frame(serial: str, width: int, height: int, rgba: bytes | memoryview) -> Frame:
     if width <= 0 or height <= 0 or len(rgba) != width * height * 4:
         raise DeviceError(f"screencap gave {len(rgba)} bytes for {width}x{height}",
                           serial=serial)
-    if rgba.count(0) == len(rgba):
+    if looks_blank(rgba):
         raise DeviceError("screencap returned an all-zero (transparent black) frame; "
                           "the capture failed (secure window, display off or a broken "
                           "SurfaceFlinger)", serial=serial)

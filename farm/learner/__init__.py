@@ -1,6 +1,7 @@
 """Learning inside the farm process (no broker): the demo's and the benchmark's learner."""
 
 from farm.learner.local import (
+    EvalPoint,
     LearningPoint,
     LearningProvider,
     LearningSink,
@@ -9,5 +10,5 @@ from farm.learner.local import (
     Schedule,
 )
 
-__all__ = ["LearningPoint", "LearningProvider", "LearningSink", "LocalLearner",
+__all__ = ["EvalPoint", "LearningPoint", "LearningProvider", "LearningSink", "LocalLearner",
            "LocalLearnerConfig", "Schedule"]

@@ -21,6 +21,14 @@ The trainer is only ever touched from the event loop's thread or from the one
 loop hands them to ``trainer.add_episode`` between updates, so no trainer needs locks.
 Phones act on a *snapshot* policy (rebuilt from ``config_dict`` + ``weights()``), never
 on the object being trained.
+
+Held-out evaluation (``eval_every_s`` / ``eval_every_updates``, with ``eval_registry`` and
+``eval_tasks``): rounds of :class:`farm.evaluate.EvalRound` on the same phones, alongside
+collection, playing the snapshot published when the round started, greedy, on the test
+split (the same instances every round). Their episodes go to the round, never to
+``.sink``: the trainer never sees them. Each round appends an :class:`EvalPoint` to
+``eval_history`` (the held-out learning curve); :meth:`LocalLearner.evaluate_now` runs
+one on demand (e.g. the final score, after collection stopped).
 """
 
 from __future__ import annotations
@@ -30,22 +38,25 @@ import contextlib
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from distrl_sdk.device import Device
 from distrl_sdk.learn.api import EpisodeRecord, PolicyAgent, TrainablePolicy, Trainer
 from distrl_sdk.policies import build_policy
-from distrl_sdk.task import Task
+from distrl_sdk.task import Split, Task
 from distrl_sdk.trajectory import EpisodeStatus, Trajectory
 from farm.collect.policy import PolicyChoice
-from farm.collect.sink import EpisodeMeta
+from farm.collect.sink import EpisodeMeta, TrajectorySink
 
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["LearningPoint", "LearningProvider", "LearningSink", "LocalLearner",
+    from farm.device.registry import DeviceRegistry
+    from farm.evaluate import EvalReport, EvalRound
+
+__all__ = ["EvalPoint", "LearningPoint", "LearningProvider", "LearningSink", "LocalLearner",
            "LocalLearnerConfig", "Schedule"]
 
 log = logging.getLogger(__name__)
@@ -69,6 +80,14 @@ class LocalLearnerConfig:
     greedy: bool = False  # phones take the argmax instead of sampling (evaluation runs)
     max_batch: int = 32  # PolicyAgent: decisions batched into one decide()
     farm_id: str = "local"  # recorded on the EpisodeRecords
+    # held-out evaluation rounds (see the module docstring); both None: none
+    eval_every_s: float | None = None  # start to start
+    eval_every_updates: int | None = None  # or after this many updates since the last one
+    eval_at_start: bool = True  # a round of the initial policy when the learner starts
+    eval_episodes_per_task: int = 1
+    eval_split: Split = "test"
+    eval_seed: int = 0  # of the instances (the same every round)
+    eval_episode_timeout_s: float = 120.0
 
 
 @dataclass(frozen=True)
@@ -80,6 +99,22 @@ class LearningPoint:
     episodes: int  # finished (success/failure) episodes so far
     version: int  # the policy version published at that moment
     updates: int  # trainer updates so far
+
+
+@dataclass(frozen=True)
+class EvalPoint:
+    """One held-out evaluation round: a frozen version's success on the test split."""
+
+    wall_s: float  # since the learner started, when the round ended
+    started_s: float  # … when it started (the version was frozen then)
+    version: int
+    updates: int  # trainer updates when the round started
+    success_rate: float  # the suite mean over tasks
+    ci_low: float  # 95 % (farm.evaluate.stats)
+    ci_high: float
+    episodes: int  # scored episodes
+    complete: bool  # every planned instance scored (not cut short)
+    by_task: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -94,6 +129,8 @@ class LearnerStats:
     update_s: float = 0.0  # wall time spent in trainer.update
     errors: int = 0  # updates that raised
     last_metrics: dict[str, float] = field(default_factory=dict)
+    eval_rounds: int = 0
+    eval_episodes: int = 0  # played in evaluation rounds (never learned from)
 
 
 class LearningProvider:
@@ -153,9 +190,25 @@ class LocalLearner:
     """
 
     def __init__(self, trainer: Trainer, config: LocalLearnerConfig | None = None, *,
-                 seed: int = 0) -> None:
+                 seed: int = 0, eval_registry: DeviceRegistry | None = None,
+                 eval_tasks: Sequence[type[Task]] = (),
+                 eval_sink: TrajectorySink | None = None) -> None:
         self.trainer = trainer
         self.config = cfg = config or LocalLearnerConfig()
+        scheduled = cfg.eval_every_s is not None or cfg.eval_every_updates is not None
+        if scheduled and (eval_registry is None or not eval_tasks):
+            raise ValueError("eval_every_s / eval_every_updates need eval_registry and "
+                             "eval_tasks")
+        if (cfg.eval_every_s is not None and cfg.eval_every_s <= 0) or (
+                cfg.eval_every_updates is not None and cfg.eval_every_updates < 1):
+            raise ValueError("eval_every_s > 0 and eval_every_updates ≥ 1 are required")
+        self.eval_registry, self.eval_tasks = eval_registry, list(eval_tasks)
+        self.eval_sink = eval_sink  # also gets every evaluation episode (meta.eval set)
+        self.eval_history: list[EvalPoint] = []
+        self.eval_reports: list[EvalReport] = []
+        self._eval_round: EvalRound | None = None
+        self._eval_lock = asyncio.Lock()
+        self._updated = asyncio.Event()
         if cfg.publish_every < 1 or cfg.updates_per_round < 0 or cfg.window < 1 or (
                 cfg.max_updates_per_episode is not None and cfg.max_updates_per_episode <= 0):
             raise ValueError("publish_every ≥ 1, updates_per_round ≥ 0, window ≥ 1 and "
@@ -232,6 +285,7 @@ class LocalLearner:
             self.stats.update_s += time.perf_counter() - t0
         self.stats.updates += 1
         self.stats.last_metrics = dict(metrics)
+        self._updated.set()
         return True
 
     def _publish(self) -> None:
@@ -253,14 +307,92 @@ class LocalLearner:
                 self._publish()
                 self._record()
 
+    # -- held-out evaluation -----------------------------------------------------------------
+    async def evaluate_now(self) -> EvalPoint:
+        """One evaluation round of the snapshot published now (greedy, ``eval_split``);
+        rounds never overlap. Needs ``eval_registry`` and ``eval_tasks``."""
+        from distrl_sdk.learn.api import PolicyAgent
+        from farm.evaluate import AgentEval, EvalRound, plan_instances
+
+        cfg = self.config
+        if self.eval_registry is None or not self.eval_tasks:
+            raise ValueError("evaluate_now needs eval_registry and eval_tasks")
+        async with self._eval_lock:
+            # the provider's snapshot is never modified (a publish builds a new one), so
+            # this round plays exactly the version published when it started
+            agent = PolicyAgent(self.provider.agent.policy, self.provider.version, greedy=True,
+                                max_batch=cfg.max_batch)
+            started, updates = time.monotonic() - self._t0, self.stats.updates
+            self._eval_round = EvalRound(
+                self.eval_registry, plan_instances(self.eval_tasks, cfg.eval_episodes_per_task,
+                                                   seed=cfg.eval_seed, split=cfg.eval_split),
+                AgentEval(agent), sink=self.eval_sink, split=cfg.eval_split, greedy=True,
+                episode_timeout_s=cfg.eval_episode_timeout_s)
+            try:
+                report = await self._eval_round.run()
+                played = self._eval_round.stats.episodes
+            finally:
+                self._eval_round = None
+        st = self.stats
+        st.eval_rounds += 1
+        st.eval_episodes += played
+        point = EvalPoint(wall_s=round(time.monotonic() - self._t0, 3),
+                          started_s=round(started, 3), version=agent.version, updates=updates,
+                          success_rate=report.success_rate, ci_low=report.ci_low,
+                          ci_high=report.ci_high, episodes=report.episodes,
+                          complete=report.complete, by_task=report.by_task)
+        self.eval_reports.append(report)
+        self.eval_history.append(point)
+        log.info("held-out v%d: %.3f [%.3f, %.3f] over %d episodes", point.version,
+                 point.success_rate, point.ci_low, point.ci_high, point.episodes)
+        return point
+
+    async def _eval_loop(self) -> None:
+        cfg = self.config
+        if cfg.eval_at_start:
+            await self.evaluate_now()
+        last_t, last_u = time.monotonic(), self.stats.updates
+        while not self._stop.is_set():
+            now = time.monotonic()
+            due_t = last_t + cfg.eval_every_s if cfg.eval_every_s is not None else None
+            due_u = cfg.eval_every_updates is not None and \
+                self.stats.updates - last_u >= cfg.eval_every_updates
+            if due_u or (due_t is not None and now >= due_t):
+                last_t, last_u = now, self.stats.updates
+                await self.evaluate_now()
+                continue
+            self._updated.clear()
+            wait = None if due_t is None else due_t - now
+            with contextlib.suppress(TimeoutError):  # woken by an update, or the clock
+                await asyncio.wait_for(self._updated.wait(), wait)
+
     async def run(self) -> None:
         """concurrent: train until :meth:`stop`; rounds: just wait (training happens in
-        the provider's hook)."""
+        the provider's hook). Evaluation rounds run alongside, if scheduled."""
         if self.config.torch_threads is not None:
             import torch
 
             torch.set_num_threads(self.config.torch_threads)
         self._t0 = time.monotonic()
+        cfg = self.config
+        evaluating: asyncio.Task[None] | None = None
+        if cfg.eval_every_s is not None or cfg.eval_every_updates is not None:
+            evaluating = asyncio.create_task(self._eval_loop(), name="local-eval")
+        try:
+            await self._train()
+        finally:
+            if evaluating is not None:  # a round under way ends now (not complete)
+                if self._eval_round is not None:
+                    self._eval_round.stop()
+                done, _ = await asyncio.wait({evaluating}, timeout=60)
+                if not done:
+                    evaluating.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await evaluating
+                elif (exc := evaluating.exception()) is not None:
+                    raise exc
+
+    async def _train(self) -> None:
         if self.config.schedule == "rounds":
             await self._stop.wait()
             return
@@ -286,6 +418,7 @@ class LocalLearner:
 
     def stop(self) -> None:
         self._stop.set()
+        self._updated.set()  # the evaluation loop looks again
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[LocalLearner]:

@@ -43,7 +43,7 @@ import re
 import shutil
 import time
 from collections import Counter, OrderedDict, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +60,7 @@ from distrl_sdk.wire import (
     encode_envelope,
     topics,
 )
+from farm.evaluate.aggregate import EvalAggregator
 from farm.learner.metrics import LearnerStats, ScalarLog
 from farm.learner.weights import MqttLink, PublishedBlob, WeightPublisher, serialize_weights
 from farm.transport import Backoff, SeenIds, TrajectorySubscriber
@@ -96,6 +97,10 @@ class LearnerConfig(BaseModel):
     policy_config: dict[str, Any] = Field(
         default_factory=dict, description="The policy's architecture config "
                                           "(build_policy(kind, config)).")
+    init_policy: Path | None = Field(
+        None, description="Policy checkpoint (e.g. `distrl sft`'s) a fresh run starts from; "
+                          "its kind and config replace policy_kind/policy_config. Ignored "
+                          "when the run dir has a checkpoint to resume.")
     farm_id: str = Field("+", description="Farm whose trajectories to learn from (+ = all).")
     client_id: str = Field("distrl-learner",
                            description="MQTT client id: keep it stable so the broker queues "
@@ -178,7 +183,13 @@ _SEG = re.compile(r"^seg-(\d{8})\.jsonl$")
 class Journal:
     """Append-only segments of accepted trajectories since the last checkpoint: one line
     ``{"id": …, "episode": {…} | null, "reason": …}`` per trajectory (null: valid but
-    unlearnable, kept so its id stays deduped)."""
+    unlearnable, kept so its id stays deduped).
+
+    Durability is group-committed: :meth:`append` writes the line to the OS (a process
+    crash cannot lose it) and returns its number; :meth:`durable` returns once an fsync
+    covered it. One fsync, in a worker thread on a duplicate of the descriptor, covers
+    every line written before it started, so the event loop never waits on the disk and
+    a burst of trajectories costs one fsync, not one each."""
 
     def __init__(self, directory: Path, *, fsync: bool = True) -> None:
         self.dir = directory
@@ -187,6 +198,10 @@ class Journal:
         segs = self.segments()
         self.current = (segs[-1] + 1) if segs else 0
         self._f: TextIO | None = None
+        self._written = 0  # lines appended (all segments)
+        self._synced = 0  # … of which an fsync covered the first _synced
+        self._syncing: asyncio.Future[None] | None = None
+        self.fsyncs = 0
 
     def segments(self) -> list[int]:
         return sorted(int(m.group(1)) for p in self.dir.iterdir() if (m := _SEG.match(p.name)))
@@ -195,15 +210,38 @@ class Journal:
         return self.dir / f"seg-{seg:08d}.jsonl"
 
     def append(self, tid: str, episode: EpisodeRecord | None, reason: str | None = None
-               ) -> None:
+               ) -> int:
         if self._f is None:
             self._f = open(self.path(self.current), "a", encoding="utf-8")  # noqa: SIM115
         line = json.dumps({"id": tid, "episode": episode_to_json(episode) if episode else None,
                            "reason": reason})
         self._f.write(line + "\n")
         self._f.flush()
-        if self.fsync:
-            os.fsync(self._f.fileno())
+        self._written += 1
+        return self._written
+
+    async def durable(self, line: int) -> None:
+        """Return once line ``line`` (an :meth:`append` result) is on disk."""
+        if not self.fsync:
+            return
+        while self._synced < line:
+            if self._syncing is None:
+                self._syncing = asyncio.ensure_future(self._sync_once())
+            await asyncio.shield(self._syncing)
+
+    async def _sync_once(self) -> None:
+        target = self._written
+        try:
+            if self._f is not None:
+                fd = os.dup(self._f.fileno())  # rotate() may close the file meanwhile
+                try:
+                    await asyncio.to_thread(os.fsync, fd)
+                finally:
+                    os.close(fd)
+                self.fsyncs += 1
+            self._synced = max(self._synced, target)
+        finally:
+            self._syncing = None
 
     def rotate(self) -> int:
         """Start a new segment; returns its number (the first one a checkpoint taken now
@@ -236,8 +274,12 @@ class Journal:
 
     def close(self) -> None:
         if self._f is not None:
+            if self.fsync and self._synced < self._written:
+                os.fsync(self._f.fileno())  # once per segment: what it holds is durable
+                self.fsyncs += 1
             self._f.close()
             self._f = None
+        self._synced = self._written
 
 
 # ----------------------------------------------------------------------------- trainer
@@ -314,7 +356,10 @@ class LearnerService:
         self.backoff = backoff
         self.trainer: Trainer | None = None
         self.stats = LearnerStats(window=config.success_window)
-        self.received = 0  # valid, new trajectories (learnable or not)
+        self.received = 0  # valid, new training trajectories (learnable or not)
+        # held-out evaluation episodes: scored per policy version, never handed to the
+        # trainer nor journaled for replay (their counts are eval/received, eval/rounds)
+        self.eval = EvalAggregator()
         self.episodes = 0  # learnable ones handed to the trainer
         self.unlearnable: Counter[str] = Counter()
         self.refused: Counter[str] = Counter()  # by the lag bound / the trainer
@@ -408,13 +453,20 @@ class LearnerService:
             self._ckpt_seq = int(ckpt.name.split("-")[1])
             break
         if self.trainer is None:
-            policy = self.policy_builder(self.config.policy_kind, self.config.policy_config)
+            if self.config.init_policy is not None:
+                from distrl_sdk.policies import load_policy
+
+                policy, _ = load_policy(self.config.init_policy)
+            else:
+                policy = self.policy_builder(self.config.policy_kind,
+                                             self.config.policy_config)
             self.trainer = self.trainer_factory(policy, self.config)
         self.received = int(meta.get("received", 0))
         self.episodes = int(meta.get("episodes", 0))
         self.unlearnable.update(meta.get("unlearnable", {}))
         self.refused.update(meta.get("refused", {}))
         self._published_blobs = [PublishedBlob(**b) for b in meta.get("published", [])]
+        self.eval.load(meta.get("eval"))
         for ckpt in self._checkpoints():
             with contextlib.suppress(Exception):
                 self._journal_from[ckpt] = int(
@@ -511,7 +563,9 @@ class LearnerService:
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
         save_policy(t.policy, tmp / "policy", version=t.version)
-        save_trainer(t, tmp / "trainer")
+        # replay lives in an append-only store shared by the checkpoints: each one writes
+        # only the episodes that arrived since the last (not all of replay every minute)
+        save_trainer(t, tmp / "trainer", replay_store=self.ckpt_dir / "replay-store")
         (tmp / "seen_ids.txt").write_text("".join(i + "\n" for i in ids))
         meta = {**meta, "version": t.version,
                 "episodes": meta["episodes"] + res.accepted,
@@ -527,10 +581,19 @@ class LearnerService:
         return final, res
 
     # -- event-loop side ---------------------------------------------------------------------
-    def _on_trajectory(self, decoded: DecodedTrajectory) -> None:
+    def _on_trajectory(self, decoded: DecodedTrajectory) -> Coroutine[Any, Any, None] | None:
         """Subscriber handler (synchronous: the subscriber marks the id seen right after,
-        with no await in between, which the checkpoint's consistency relies on)."""
+        with no await in between, which the checkpoint's consistency relies on). Returns
+        the journal's durability wait: the subscriber acks when it is done."""
         msg = decoded.msg
+        if msg.eval is not None:  # checked first: an eval episode never reaches the trainer
+            self._remember(msg.id)
+            scalars = self.eval.add(msg)
+            if scalars is not None:  # a round completed: one line per metric, at its version
+                self._scalars.write({k: v for k, v in scalars.items()
+                                     if k not in ("eval/received", "eval/rounds")},
+                                    step=self.eval.latest or 0)
+            return None
         reason = _unlearnable(msg)
         ep: EpisodeRecord | None = None
         if reason is None:
@@ -540,15 +603,16 @@ class LearnerService:
                 log.debug("episode %s: %s", msg.id, exc)
             if ep is None:
                 reason = "bad_episode"
-        self._journal.append(msg.id, ep, reason)
+        line = self._journal.append(msg.id, ep, reason)
         self._remember(msg.id)
         self.received += 1
         if ep is None:
             self.unlearnable[reason or "unknown"] += 1
-            return
-        self.stats.episode(ep.success, ep.reward, self.version - ep.policy_version)
-        self._inbox.append(ep)
-        self._new_data.set()
+        else:
+            self.stats.episode(ep.success, ep.reward, self.version - ep.policy_version)
+            self._inbox.append(ep)
+            self._new_data.set()
+        return self._journal.durable(line)  # the subscriber acks once this is done
 
     def _take_inbox(self) -> list[EpisodeRecord]:
         eps = list(self._inbox)
@@ -635,11 +699,14 @@ class LearnerService:
             out.update({f"rejected/{k}": float(v) for k, v in sub.rejects.items()})
         out.update({f"unlearnable/{k}": float(v) for k, v in self.unlearnable.items()})
         out.update({f"refused/{k}": float(v) for k, v in self.refused.items()})
+        out.update(self.eval.scalars())
         return out
 
     async def _emit_metrics(self) -> dict[str, float]:
         scalars = self.metrics()
-        self._scalars.write(scalars, step=self.version)
+        # eval/* go to the scalar log once per completed round, at the evaluated version
+        self._scalars.write({k: v for k, v in scalars.items() if not k.startswith("eval/")},
+                            step=self.version)
         if self.link is not None and self.link.connected.is_set():
             body = Metrics(source="learner", step=self.version, scalars=scalars)
             with contextlib.suppress(Exception):
@@ -675,6 +742,7 @@ class LearnerService:
             meta = {"format": 1, "journal_from": journal_from, "received": self.received,
                     "episodes": self.episodes, "unlearnable": dict(self.unlearnable),
                     "refused": dict(self.refused), "published_version": self.published_version,
+                    "eval": self.eval.state(),
                     "published": [vars(b) for b in pub]}
             path, res = await self._on_trainer(self._write_checkpoint, eps, ids, meta)
             self._merge(res)
@@ -687,6 +755,10 @@ class LearnerService:
             keep_from = min((v for k, v in self._journal_from.items() if k.exists()),
                             default=journal_from)
             self._journal.drop_before(keep_from)
+            from distrl_sdk.learn.state import gc_replay_store
+
+            await self._on_trainer(gc_replay_store, self.ckpt_dir / "replay-store",
+                                   [c / "trainer" for c in self._checkpoints()])
             for tmp in self.ckpt_dir.glob(".tmp-*"):
                 shutil.rmtree(tmp, ignore_errors=True)
             return path
@@ -707,6 +779,10 @@ class LearnerService:
             self._exec.shutdown(wait=True)
             raise
         assert self.trainer is not None
+        set_horizon = getattr(self.trainer, "set_horizon", None)
+        if duration_s is not None and set_horizon is not None \
+                and getattr(self.trainer, "horizon_seconds", None) is None:
+            set_horizon(seconds=duration_s)  # IS β reaches 1 when the planned run ends
         log.info("learner at v%d, replay %s (%s)", self.trainer.version, self._replay,
                  f"resumed from {self.restored_from.name}" if self.restored_from else "fresh")
         self.link = MqttLink(cfg.broker_url, client_id=f"{cfg.client_id}-pub")
@@ -783,6 +859,7 @@ class LearnerService:
             "rejected": {k: v for k, v in (sub.rejects if sub else {}).items()
                          if k != "duplicate"},
             "unlearnable": dict(self.unlearnable), "refused": dict(self.refused),
+            "eval": self.eval.summary(),
             "metrics": {k: v for k, v in self.stats.snapshot().items()},
             "run_dir": str(self.run_dir),
         }

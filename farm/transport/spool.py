@@ -8,10 +8,11 @@ the segment that holds the entry; a segment whose entries are all acked is delet
 Why a log and not one file per entry: creating, renaming and unlinking an inode per
 trajectory plus two fsyncs each (file and directory) cost more CPU than the whole MQTT
 round trip (bench/transport_throughput.py). Here puts are **group-committed**: every put
-waiting while a write is under way goes into the next batch, which is written with one
-``writev`` and made durable with one ``fdatasync`` (plus one directory fsync when the
-batch starts a new segment). :meth:`Spool.put` still returns only once *its* entry is
-on disk, so nothing counts as handed over before it is durable.
+waiting while a write is under way goes into the next batch, which is written with
+``writev`` (one call per IOV_MAX buffers, the kernel's limit) and made durable with one
+``fdatasync`` (plus one directory fsync when the batch starts a new segment).
+:meth:`Spool.put` still returns only once *its* entry is on disk, so nothing counts as
+handed over before it is durable.
 
 Crash safety: a record is valid only if its header crc matches and, for a ``PUT``, the
 payload's sha256 matches. On load, each segment is read up to its first invalid record
@@ -45,6 +46,7 @@ import os
 import struct
 import zlib
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -62,7 +64,18 @@ _PUT, _ACK = 1, 2
 # magic, kind, reserved, id length, crc32, seq, payload size, sha256 (raw)
 _HDR = struct.Struct(">4sBBHIQQ32s")
 _MAX_ID = 256
-_IOV_MAX = 512  # records (×3 buffers) per writev call, well under the usual IOV_MAX 1024
+
+
+def _iov_max() -> int:
+    """The kernel's limit on buffers per ``writev`` (1024 on Linux); more is EINVAL."""
+    try:
+        n = os.sysconf("SC_IOV_MAX")
+    except (ValueError, OSError):
+        n = -1
+    return n if n > 0 else 16  # _XOPEN_IOV_MAX: the least POSIX allows
+
+
+_IOV_MAX = _iov_max()
 
 
 class SpoolFull(RuntimeError):
@@ -380,11 +393,12 @@ class Spool:
             try:
                 results, end = await asyncio.to_thread(self._io, work, target)
             except BaseException as e:
+                # a failed write (of puts or of acks to the open segment) may leave a
+                # partial record, and loading stops at the first one: whatever comes
+                # next goes to a new segment
+                self._cur = None
                 if target is not None:
                     target.live -= len(work.puts)
-                    # a failed write may leave a partial record: start a new segment
-                    if self._cur is target:
-                        self._cur = None
                     if target.live == 0:
                         self._segments.pop(target.no, None)
                         self._work.dead.append(target)
@@ -417,8 +431,8 @@ class Spool:
             with contextlib.suppress(FileNotFoundError):
                 seg.path.unlink()
         for no, ids in work.acks.items():
-            recs = [b for tid in ids for b in (_record(_ACK, tid.encode(), 0, 0, bytes(32)),
-                                               tid.encode())]
+            # one buffer per record: a batch of acks is one long list for writev
+            recs = [_record(_ACK, tid.encode(), 0, 0, bytes(32)) + tid.encode() for tid in ids]
             if no == self._fd_no and self._fd is not None:
                 _writev_all(self._fd, recs)
                 continue
@@ -439,12 +453,13 @@ class Spool:
             self._fd_no = target.no
         assert self._fd is not None
         out: list[tuple[int, str]] = []
-        bufs: list[bytes] = []
+        bufs: list[bytes | memoryview] = []
         pos = os.lseek(self._fd, 0, os.SEEK_END)  # ack records may have been appended
         for p in work.puts:
             digest = p.sha256 or hashlib.sha256(p.payload).hexdigest()
             tid = p.tid.encode()
-            bufs += [_record(_PUT, tid, p.seq, len(p.payload), bytes.fromhex(digest)), tid,
+            # header+id joined (small), the payload as it is: never copied
+            bufs += [_record(_PUT, tid, p.seq, len(p.payload), bytes.fromhex(digest)) + tid,
                      p.payload]
             pos += _HDR.size + len(tid)
             out.append((pos, digest))
@@ -500,23 +515,25 @@ class Spool:
         return True
 
 
-def _writev_all(fd: int, bufs: list[bytes]) -> None:
-    """``writev`` everything (short writes and IOV_MAX handled)."""
+def _writev_all(fd: int, bufs: Sequence[bytes | memoryview], iov_max: int = _IOV_MAX) -> None:
+    """``writev`` all of ``bufs``, in calls of at most ``iov_max`` buffers (the kernel
+    refuses more with EINVAL), resuming mid-buffer after a short write.
+
+    Several calls are fine for the spool's atomicity: a record counts only once its
+    crc (and payload sha256) check out and an fdatasync covered it, so a crash between
+    calls leaves a torn tail that loading truncates.
+    """
+    pending: list[bytes | memoryview] = [b for b in bufs if len(b)]
     i = 0
-    while i < len(bufs):
-        batch = bufs[i : i + _IOV_MAX * 3]
-        n = os.writev(fd, batch)
-        total = sum(len(b) for b in batch)
-        if n == total:
-            i += len(batch)
-            continue
-        # a short write: finish this batch buffer by buffer
-        for b in batch:
-            if n >= len(b):
-                n -= len(b)
-                continue
-            mv = memoryview(b)[n:]
-            while mv:
-                mv = mv[os.write(fd, mv):]
-            n = 0
-        i += len(batch)
+    while i < len(pending):
+        n = os.writev(fd, pending[i : i + iov_max])
+        if n <= 0:  # no progress on a non-empty write: don't spin
+            raise OSError(f"writev wrote {n} bytes")
+        while n:  # skip what went out; a partly written buffer resumes at its tail
+            size = len(pending[i])
+            if n >= size:
+                n -= size
+                i += 1
+            else:
+                pending[i] = memoryview(pending[i])[n:]
+                n = 0

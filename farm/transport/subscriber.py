@@ -2,8 +2,11 @@
 
 Each complete, valid trajectory is handed once to ``handler`` (or put on
 :attr:`TrajectorySubscriber.queue`); then a :class:`TrajectoryAck` goes to the farm's
-``ack`` topic. A trajectory seen before is acked again (its first ack may have been lost)
-but not delivered. Anything malformed is dropped and counted in :attr:`rejects` by
+``ack`` topic. A handler that returns an awaitable (e.g. "durable once the journal's next
+group fsync is done") has the trajectory marked seen at once and its ack sent when the
+awaitable completes, while delivery goes on: one fsync can then cover many trajectories.
+A trajectory seen before is acked again (its first ack may have been lost) but not
+delivered. Anything malformed is dropped and counted in :attr:`rejects` by
 reason; the subscriber keeps running. With ``clean_session=False`` (the default) and a
 stable ``client_id`` the broker queues trajectories while the learner is away."""
 
@@ -18,6 +21,7 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import aiomqtt
@@ -117,6 +121,8 @@ class TrajectorySubscriber:
         self.connected = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+        # trajectories whose handler's awaitable (durability) is still running
+        self._pending: dict[str, asyncio.Future[None]] = {}
 
     @property
     def duplicates(self) -> int:
@@ -247,16 +253,41 @@ class TrajectorySubscriber:
                 continue
             if tid in self.seen:
                 self.rejects[RejectReason.DUPLICATE.value] += 1
+                pending = self._pending.get(tid)
+                if pending is not None:  # its first copy is not durable yet: ack with it
+                    pending.add_done_callback(partial(self._ack_if_ok, acks=acks, farm=farm,
+                                                      tid=tid))
+                    continue
             else:
                 if self.handler is not None:
                     res = self.handler(decoded)
                     if inspect.isawaitable(res):
-                        await res
+                        fut: asyncio.Future[None] = asyncio.ensure_future(res)
+                        self._pending[tid] = fut
+                        self.seen.add(tid)
+                        self.delivered += 1
+                        fut.add_done_callback(partial(self._ack_if_ok, acks=acks, farm=farm,
+                                                      tid=tid))
+                        continue
                 else:
                     await self.queue.put(decoded)
                 self.seen.add(tid)
                 self.delivered += 1
             acks.put_nowait((farm, tid))
+
+    def _ack_if_ok(self, fut: asyncio.Future[None], acks: asyncio.Queue[tuple[str, str]],
+                   farm: str, tid: str) -> None:
+        """Ack once the handler's awaitable is done; a failed one is not acked (the farm
+        keeps the trajectory spooled and sends it again)."""
+        if self._pending.get(tid) is fut:
+            del self._pending[tid]
+        if fut.cancelled():
+            return
+        if (exc := fut.exception()) is not None:
+            self.rejects["handler_failed"] += 1
+            log.error("trajectory %s not acked: %s", tid, exc)
+            return
+        acks.put_nowait((farm, tid))
 
 
 @dataclass(frozen=True)

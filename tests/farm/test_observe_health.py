@@ -61,7 +61,7 @@ async def test_observe_is_consistent(sim_background: BackgroundFarm,
     assert jpeg.format == "JPEG" and max(jpeg.size) == 600
     assert Image.open(io.BytesIO(obs.frame.to_png())).size == (1080, 2400)
     # the frame is the settings screen, not black
-    assert obs.frame.rgba.count(0) < len(obs.frame.rgba)
+    assert bytes(obs.frame.rgba).count(0) < len(obs.frame.rgba)
 
 
 class _FlakyDevice:

@@ -351,9 +351,9 @@ async def test_farm_plays_learned_policy_on_sim_phones(broker: EmbeddedBroker,
                                 publish_every=2))
     original = svc._on_trajectory
 
-    def spy(decoded: Any) -> None:  # what the learner received, step versions included
+    def spy(decoded: Any) -> Any:  # what the learner received, step versions included
         got[decoded.msg.id] = [s.policy_version for s in decoded.msg.steps]
-        original(decoded)
+        return original(decoded)  # the durability wait the subscriber acks after
 
     svc._on_trajectory = spy  # type: ignore[method-assign]
     task = await start(svc)

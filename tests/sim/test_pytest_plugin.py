@@ -29,7 +29,7 @@ def test_run_task_fixture_runs_a_task_in_one_line(run_task: Any) -> None:
     from distrl_sdk.registry import TaskRegistry
     from distrl_sdk.trajectory import EpisodeStatus
 
-    task = TaskRegistry.discover().get("settings.dark_theme_on")({})
+    task = TaskRegistry.discover().get("settings.dark_theme_on")({"say": "Turn on dark theme"})
     assert run_task(task).status is EpisodeStatus.SUCCESS
     assert run_task(task, policy="random", seed=1).status in (
         EpisodeStatus.SUCCESS, EpisodeStatus.FAILURE)

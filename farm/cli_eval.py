@@ -1,0 +1,292 @@
+"""``distrl eval``: a frozen policy on held-out task instances, success with 95 % intervals."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+console = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True, highlight=False)
+
+EPILOG = """\b
+Each task is played --episodes-per-task times on instances drawn from the chosen split
+(test: parameters never seen in training) with seeds (--seed, task, k): the same
+instances on every run. An aborted episode (a device fault) is played again, at most
+twice; aborted and errored episodes are reported, never scored. Episodes end when the
+task's evaluator says it succeeded (as in training), or at the task's step budget.
+
+\b
+Success per task: successes / finished episodes, with its 95 % Wilson interval. Suite:
+the mean over tasks (each task counts once), with the Wilson interval at that mean and
+the stratified effective sample size T^2 / sum(1/n_t) (with equal episodes per task:
+the pooled counts' interval).
+
+\b
+Exit status: 0 the evaluation ran; 1 no episode could be scored (every one aborted or
+errored); 2 bad input (unknown task or tag, bad checkpoint, unreachable device, bad
+flags); 130 interrupted.
+"""
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    err_console.print(f"[bold red]error:[/] {escape(message)}")
+    sys.exit(code)
+
+
+def _select(names: tuple[str, ...], tags: tuple[str, ...], paths: tuple[Path, ...]
+            ) -> list[Any]:
+    from distrl_sdk.errors import DistRLError
+    from distrl_sdk.registry import TaskRegistry
+    from farm.config import ConfigError, TasksSection, select_tasks
+
+    try:
+        reg = TaskRegistry.discover(paths)
+    except DistRLError as exc:
+        _fail(str(exc))
+    globs = [n for n in names if any(c in n for c in "*?[")]
+    exact = [n for n in names if n not in globs]
+    try:
+        tasks = select_tasks(TasksSection(names=exact, globs=globs, tags=list(tags)), reg)
+    except ConfigError as exc:
+        _fail(str(exc))
+    if not tasks:
+        _fail("no tasks registered (see `distrl tasks list`)")
+    return tasks
+
+
+def _policy(spec: str, seed: int, greedy: bool) -> Any:
+    from farm.evaluate import AgentEval, OracleEval, RandomEval
+
+    if spec == "oracle":
+        return OracleEval()
+    if spec == "random":
+        return RandomEval(seed)
+    path = Path(spec)
+    if not path.exists():
+        _fail(f"--policy {spec}: no such checkpoint directory (or use `oracle` / `random`)")
+    if not path.is_dir():
+        _fail(f"--policy {spec}: not a directory; a checkpoint is a directory with "
+              "policy.json and policy.safetensors")
+    from distrl_sdk.errors import DistRLError
+    from distrl_sdk.learn import PolicyAgent
+    from distrl_sdk.policies import load_policy
+
+    try:
+        policy, version = load_policy(path)
+    except DistRLError as exc:
+        _fail(str(exc))
+    reseed = getattr(policy, "reseed", None)
+    if not greedy and callable(reseed):
+        reseed(seed)
+    agent = PolicyAgent(policy, version, greedy=greedy)
+    return AgentEval(agent, f"{agent.name} ({path})")
+
+
+@click.command("eval", context_settings=CONTEXT, epilog=EPILOG)
+@click.option("--policy", "-p", "policy_spec", required=True,
+              help="A policy checkpoint directory (what `distrl learner` and `distrl sft` "
+                   "write, `distrl deploy` reads), `oracle` (the tasks' scripted solutions: "
+                   "the ceiling) or `random` (the floor).")
+@click.option("--sim", type=click.IntRange(1, 256), default=None,
+              help="Evaluate on N simulated phones started in-process.")
+@click.option("--sim-profile", default="instant", show_default=True,
+              help="Latency profile of the sim phones (instant, emulator, pixel, old-phone).")
+@click.option("--device", "-d", "devices", multiple=True,
+              help="Evaluate on this device (repeatable): a serial on the adb server, or "
+                   "HOST:PORT (adb connect-ed, reconnected when it drops).")
+@click.option("--adb-host", default="127.0.0.1", show_default=True, help="adb server host.")
+@click.option("--adb-port", type=int, default=None,
+              help="adb server port for --device (default $ANDROID_ADB_SERVER_PORT or 5037).")
+@click.option("--split", type=click.Choice(["test", "train"]), default="test",
+              show_default=True, help="Which instances: test = held out from training.")
+@click.option("--task", "task_names", multiple=True,
+              help="Task name or shell pattern (settings.*) to evaluate (repeatable). "
+                   "Default: every registered task.")
+@click.option("--tag", "task_tags", multiple=True, help="Evaluate the tasks with this tag "
+              "(repeatable).")
+@click.option("--tasks-path", "-t", "paths", multiple=True,
+              type=click.Path(exists=True, path_type=Path),
+              help="Extra task pack (.toml file or directory); repeatable.")
+@click.option("--greedy/--sample", default=True, show_default=True,
+              help="A learned policy takes its most likely action, or samples.")
+@click.option("--episodes-per-task", "-k", type=click.IntRange(1, 10_000), default=3,
+              show_default=True, help="Instances (episodes) of each task.")
+@click.option("--seed", default=0, show_default=True, type=int,
+              help="Seed of the instances (and of the random policy / sampling).")
+@click.option("--episode-timeout", type=click.FloatRange(0, min_open=True), default=120.0,
+              show_default=True, help="Abort an episode running longer (seconds).")
+@click.option("--ready-timeout", type=click.FloatRange(0, min_open=True), default=30.0,
+              show_default=True, help="How long --device devices may take to become ready.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON only.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the JSON report to this file.")
+def eval_cmd(policy_spec: str, sim: int | None, sim_profile: str, devices: tuple[str, ...],
+             adb_host: str, adb_port: int | None, split: str, task_names: tuple[str, ...],
+             task_tags: tuple[str, ...], paths: tuple[Path, ...], greedy: bool,
+             episodes_per_task: int, seed: int, episode_timeout: float, ready_timeout: float,
+             as_json: bool, out: Path | None) -> None:
+    """Evaluate a policy on held-out instances of the sample tasks: success per task with
+    95 % intervals, the suite mean with its interval, episodes and mean steps.
+
+    Needs phones: --sim N (simulated, in-process) or --device SERIAL (repeatable).
+    """
+    from farm.evaluate import plan_instances
+    from farm.sim.profiles import PROFILES
+
+    if (sim is None) == (not devices):
+        raise click.UsageError("give either --sim N or --device SERIAL (one or more)")
+    if sim is not None and sim_profile not in PROFILES:
+        raise click.UsageError(f"--sim-profile {sim_profile!r}: one of {', '.join(PROFILES)}")
+    tasks = _select(task_names, task_tags, paths)
+    policy = _policy(policy_spec, seed, greedy)
+    instances = plan_instances(tasks, episodes_per_task, seed=seed,
+                               split="test" if split == "test" else "train")
+    learned = policy_spec not in ("oracle", "random")
+    meta = {"seed": seed, "episodes_per_task": episodes_per_task,
+            "tasks_evaluated": len(tasks)}
+    port = adb_port or int(os.environ.get("ANDROID_ADB_SERVER_PORT", "5037"))
+    if out is not None and out.parent and not out.parent.exists():
+        _fail(f"--out {out}: no such directory {out.parent}")
+    try:
+        report = asyncio.run(_run(
+            instances, policy, sim=sim, sim_profile=sim_profile, devices=list(devices),
+            adb_host=adb_host, adb_port=port, split=split, greedy=greedy if learned else None,
+            episode_timeout=episode_timeout, ready_timeout=ready_timeout, meta=meta,
+            progress=not as_json))
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+    except _UserError as exc:
+        _fail(str(exc))
+    data = report.as_dict()
+    if out is not None:
+        out.write_text(json.dumps(data, indent=2) + "\n")
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    else:
+        _print(data)
+        if out is not None:
+            console.print(f"report written to {escape(str(out))}")
+    if report.episodes == 0:
+        err_console.print("[bold red]no episode could be scored[/] (all aborted or errored)")
+        sys.exit(1)
+    if not report.complete:
+        err_console.print(f"[yellow]warning:[/] {report.planned - report.tally.episodes} of "
+                          f"{report.planned} instances not scored (aborted/errored)")
+
+
+class _UserError(Exception):
+    """A device that cannot be reached: exit 2 with this message."""
+
+
+async def _wait_ready(reg: Any, serials: list[str], timeout: float, port: int) -> None:
+    from farm.device.lifecycle import DeviceState
+
+    async def one(s: str) -> None:
+        await reg.wait_for(s, DeviceState.READY, timeout=timeout)
+
+    results = await asyncio.gather(*(one(s) for s in serials), return_exceptions=True)
+    bad = [f"{s} ({r})" for s, r in zip(serials, results, strict=True)
+           if isinstance(r, BaseException)]
+    if bad:
+        hint = "" if reg.server_up else f" — no adb server answers on port {port}"
+        raise _UserError("device not reachable: " + "; ".join(bad) + hint)
+
+
+async def _run(instances: list[Any], policy: Any, *, sim: int | None, sim_profile: str,
+               devices: list[str], adb_host: str, adb_port: int, split: str,
+               greedy: bool | None, episode_timeout: float, ready_timeout: float,
+               meta: dict[str, Any], progress: bool) -> Any:
+    from farm.device.lifecycle import DeviceState, LifecycleConfig, StateChanged
+    from farm.device.registry import DeviceRegistry
+    from farm.evaluate import EvalRound
+
+    async with contextlib.AsyncExitStack() as stack:
+        host, port, serials = adb_host, adb_port, devices
+        if sim is not None:
+            from farm.sim.adbhost import PrivateAdbServer
+            from farm.sim.background import BackgroundFarm
+
+            bg = BackgroundFarm(sim, seed=int(meta["seed"]), profile=sim_profile)
+            await asyncio.to_thread(bg.start)
+            stack.callback(bg.stop)
+            assert bg.farm is not None
+            serials = bg.farm.serials
+            adb = PrivateAdbServer()
+            await asyncio.to_thread(adb.start)
+            stack.callback(adb.stop)
+            host, port = "127.0.0.1", adb.port
+        tcp = [s for s in serials if ":" in s]
+        usb = [s for s in serials if ":" not in s]
+        reg = DeviceRegistry(host=host, port=port, targets=tcp, discover=bool(usb),
+                             config=LifecycleConfig(), device_timeout=30)
+        wanted = set(serials)
+
+        def only_wanted(change: StateChanged) -> None:
+            # discovery lists every device on the server: evaluate only the chosen ones
+            if change.serial not in wanted and change.state is DeviceState.READY:
+                reg.pause(change.serial, "not selected for this evaluation")
+
+        reg.on_change(only_wanted)
+        await stack.enter_async_context(reg)
+        await _wait_ready(reg, serials, ready_timeout if sim is None else 120.0, port)
+        bar = Progress(TextColumn("eval {task.description}"), BarColumn(),
+                       MofNCompleteColumn(), TextColumn("{task.fields[score]}"),
+                       TimeElapsedColumn(), console=err_console, transient=True,
+                       disable=not progress)
+        job = bar.add_task(escape(policy.name), total=len(instances), score="")
+        round_: EvalRound | None = None
+
+        def on_episode(inst: Any, traj: Any, final: bool) -> None:
+            if not final or round_ is None:
+                return
+            t = round_.tally
+            mean = t.mean()[0] if t.episodes else 0.0
+            bar.update(job, advance=1, score=f"success so far {mean:.2f} over {t.episodes}")
+
+        round_ = EvalRound(reg, instances, policy, episode_timeout_s=episode_timeout,
+                           split="test" if split == "test" else "train", greedy=greedy,
+                           on_episode=on_episode, meta=meta,
+                           workers=len(serials))
+        with bar:
+            report = await round_.run()
+        return report
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def _print(d: dict[str, Any]) -> None:
+    version = f" v{d['policy_version']}" if d["policy_version"] is not None else ""
+    mode = {True: ", greedy", False: ", sampling", None: ""}[d["greedy"]]
+    table = Table(title=f"{d['policy']}{version} on the {d['split']} split{mode}")
+    table.add_column("task", no_wrap=True, overflow="ellipsis")
+    for col in ("episodes", "success %", "95 % CI", "steps", "unscored"):
+        table.add_column(col, justify="right", no_wrap=True,
+                         min_width=11 if col == "95 % CI" else None)
+    for t in d["tasks"]:
+        lost = t["aborted"] + t["errored"]
+        table.add_row(escape(t["task"]), str(t["episodes"]), _pct(t["success_rate"]),
+                      f"{_pct(t['ci_low'])}–{_pct(t['ci_high'])}", f"{t['mean_steps']:.1f}",
+                      str(lost) if lost else "")
+    table.add_section()
+    table.add_row(f"[bold]suite mean[/], {len(d['tasks'])} tasks", str(d["episodes"]),
+                  f"[bold]{_pct(d['success_rate'])}[/]",
+                  f"{_pct(d['ci_low'])}–{_pct(d['ci_high'])}", f"{d['mean_steps']:.1f}",
+                  str(d["aborted"] + d["errored"]) if d["aborted"] + d["errored"] else "")
+    console.print(table)
+    console.print(f"{d['episodes']} episodes on {d['devices']} device(s) in {d['wall_s']:.1f} s "
+                  f"({d['episodes_per_min']:.0f}/min)")
