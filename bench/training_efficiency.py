@@ -307,7 +307,7 @@ async def main_async(opts: argparse.Namespace) -> None:
         sys.exit("no sample tasks match --tag/--task")
     selection = [a for t in tasks for a in ("--task", t.name)] \
         if (opts.tag or opts.tasks) else ["--all-tasks"]
-    out = Path(opts.out)
+    out = Path(opts.out).resolve()  # the CLI steps run from the repository root
     print(f"training efficiency (held out): {len(tasks)} task families, {opts.phones} sim "
           f"phones ({opts.profile}), arms {', '.join(opts.arms)}, seeds {opts.seeds}, "
           f"{opts.duration:g} s per arm, evaluation every {opts.eval_every:g} s")

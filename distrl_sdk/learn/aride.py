@@ -77,6 +77,7 @@ import torch
 from distrl_sdk.errors import ConfigError
 from distrl_sdk.learn.api import EpisodeRecord, StepRecord, TrainablePolicy
 from distrl_sdk.learn.critics import StepCritic, TrajectoryCritic
+from distrl_sdk.learn.microbatch import accumulate_gradients, evaluate_detached
 from distrl_sdk.learn.replay import LagMode, PrioritizedReplay
 from distrl_sdk.learn.state import ActorCriticState
 
@@ -146,6 +147,10 @@ class ARIDEConfig:
     critic_hidden: int = 256  # width of both critic MLPs
     critic_steps: int = 1  # critic gradient steps per update (code: 5 epochs per iteration)
     max_grad_norm: float = 1.0  # per-network clip (code: 0.01, which only rescales Adam)
+    # steps per actor-gradient micro-batch (a VLM on one GPU: 4–8). None: one pass over the
+    # batch; set, the ratios/targets come from a no-grad pass and the actor's gradient is
+    # accumulated slice by slice (distrl_sdk.learn.microbatch), equal to the one-shot one
+    micro_batch: int | None = None
     seed: int = 0  # replay sampling and critic initialisation
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes kept in checkpoints
 
@@ -173,7 +178,8 @@ class ARIDEConfig:
                   "stale_rho": self.stale_rho >= 0,
                   "max_stale_share": self.max_stale_share is None
                   or 0 <= self.max_stale_share < 1,
-                  "critic_steps": self.critic_steps >= 1, "max_grad_norm": self.max_grad_norm > 0}
+                  "critic_steps": self.critic_steps >= 1, "max_grad_norm": self.max_grad_norm > 0,
+                  "micro_batch": self.micro_batch is None or self.micro_batch >= 1}
         bad = [k for k, ok in checks.items() if not ok]
         if bad:
             raise ConfigError(f"A-RIDE config: invalid {', '.join(bad)} "
@@ -315,7 +321,11 @@ class ARIDETrainer(ActorCriticState):
         bound."""
         if not episode.steps:
             return False
-        return self.replay.add(episode, current_version=self.version) is not None
+        added = self.replay.add(episode, current_version=self.version) is not None
+        prepare = getattr(self.policy, "prepare", None)
+        if added and prepare is not None:  # featurise once, not at every replay
+            prepare(episode.steps)
+        return added
 
     def ready(self) -> bool:
         return len(self.replay) >= self.config.min_episodes
@@ -371,7 +381,8 @@ class ARIDETrainer(ActorCriticState):
         n_steps = batch.mask.sum()
 
         # 2. re-evaluate the recorded steps under the current policy; critics read features
-        out = self.policy.evaluate(batch.steps)
+        out = (self.policy.evaluate(batch.steps) if cfg.micro_batch is None
+               else evaluate_detached(self.policy, batch.steps, cfg.micro_batch))
         log_pi, entropy = batch.pad(out.log_prob), batch.pad(out.entropy)
         features = out.features.detach()
         values = batch.pad(self.critic(features))
@@ -407,11 +418,24 @@ class ARIDETrainer(ActorCriticState):
         # 6. actor: −f·ρ̄·A·log π − β_eff·H + κ·ρ̄·P_invalid·log π, IS-weighted
         keep, threshold = self._traj_filter(batch)
         beta_h = self.entropy_coef()
-        pg = -(w * keep[:, None] * rho_bar * adv * log_pi).sum() / n_steps
-        ent = (w * entropy).sum() / n_steps
-        penalty = (w * rho_bar * batch.invalid * log_pi).sum() / n_steps
-        actor_loss = pg - beta_h * ent + cfg.invalid_penalty * penalty
-        changed = self._step(self.actor_opt, actor_loss, self.policy.trainable_parameters())
+        if cfg.micro_batch is None:
+            pg = -(w * keep[:, None] * rho_bar * adv * log_pi).sum() / n_steps
+            ent = (w * entropy).sum() / n_steps
+            penalty = (w * rho_bar * batch.invalid * log_pi).sum() / n_steps
+            actor_loss = pg - beta_h * ent + cfg.invalid_penalty * penalty
+            changed = self._step(self.actor_opt, actor_loss,
+                                 self.policy.trainable_parameters())
+        else:  # the same loss as per-step coefficients of log π and H, slice by slice
+            with torch.no_grad():
+                c_lp = (-(w * keep[:, None] * rho_bar * adv)
+                        + cfg.invalid_penalty * w * rho_bar * batch.invalid) / n_steps
+                c_h = -beta_h * w / n_steps
+            self.actor_opt.zero_grad(set_to_none=True)
+            res = accumulate_gradients(self.policy, batch.steps, c_lp[batch.b_idx, batch.t_idx],
+                                       c_h[batch.b_idx, batch.t_idx], cfg.micro_batch)
+            actor_loss = torch.tensor(res.loss)
+            changed = self._step_accumulated(self.actor_opt, res.finite,
+                                             self.policy.trainable_parameters())
         mean_entropy = float((entropy.detach() * batch.mask).sum() / n_steps)
         if cfg.entropy_target is not None:  # the floor: integrate the entropy shortfall
             self.entropy_boost = min(max(0.0, self.entropy_boost + cfg.entropy_coef_lr
@@ -509,7 +533,7 @@ class ARIDETrainer(ActorCriticState):
         for lo in range(0, slots.size, cfg.batch_episodes):
             chunk = slots[lo : lo + cfg.batch_episodes]
             batch = EpisodeBatch.build([self.replay.episode(int(i)) for i in chunk])
-            out = self.policy.evaluate(batch.steps)
+            out = evaluate_detached(self.policy, batch.steps, cfg.micro_batch)
             log_pi = batch.pad(out.log_prob)
             values = batch.pad(self.critic(out.features))
             rho = torch.exp((log_pi - batch.log_mu).clamp(max=30.0)) * batch.mask

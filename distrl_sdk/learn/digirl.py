@@ -78,7 +78,11 @@ class DigiRLTrainer(ActorCriticState):
         self.timings: dict[str, float] = {"update": 0.0}
 
     def add_episode(self, episode: EpisodeRecord) -> bool:
-        return bool(episode.steps) and self.replay.add(episode, 1.0) is not None
+        added = bool(episode.steps) and self.replay.add(episode, 1.0) is not None
+        prepare = getattr(self.policy, "prepare", None)
+        if added and prepare is not None:  # featurise once, not at every replay
+            prepare(episode.steps)
+        return added
 
     def ready(self) -> bool:
         return len(self.replay) >= self.config.min_episodes

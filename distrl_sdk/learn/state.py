@@ -127,6 +127,21 @@ class ActorCriticState:
         opt.step()
         return True
 
+    def _step_accumulated(self, opt: torch.optim.Optimizer, finite: bool, params: Any) -> bool:
+        """The optimiser step after ``microbatch.accumulate_gradients`` filled ``.grad``:
+        the same guards as :meth:`_step`."""
+        if not finite:
+            opt.zero_grad(set_to_none=True)
+            self.skipped_steps += 1
+            return False
+        norm = torch.nn.utils.clip_grad_norm_(list(params), self.config.max_grad_norm)
+        if not torch.isfinite(norm):
+            opt.zero_grad(set_to_none=True)
+            self.skipped_steps += 1
+            return False
+        opt.step()
+        return True
+
     def _extra_meta(self) -> dict[str, Any]:
         return {}
 
