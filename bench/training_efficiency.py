@@ -307,7 +307,7 @@ async def main_async(opts: argparse.Namespace) -> None:
         sys.exit("no sample tasks match --tag/--task")
     selection = [a for t in tasks for a in ("--task", t.name)] \
         if (opts.tag or opts.tasks) else ["--all-tasks"]
-    out = Path(opts.out).resolve()  # the CLI steps run from the repository root
+    out = Path(opts.out)  # absolute (main): the CLI steps run from the repository root
     print(f"training efficiency (held out): {len(tasks)} task families, {opts.phones} sim "
           f"phones ({opts.profile}), arms {', '.join(opts.arms)}, seeds {opts.seeds}, "
           f"{opts.duration:g} s per arm, evaluation every {opts.eval_every:g} s")
@@ -377,6 +377,7 @@ def main() -> None:
     if opts.phones < 1 or opts.duration <= 0 or opts.eval_every <= 0:
         ap.error("--phones ≥ 1, --duration > 0 and --eval-every > 0 are required")
     logging.basicConfig(level=logging.WARNING)
+    opts.out = str(Path(opts.out).resolve())
     Path(opts.out).mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # clean up phones on kill
     try:

@@ -38,7 +38,14 @@ def demo(phones: int, headless: bool, duration: float | None, as_json: bool, run
          tasks: tuple[str, ...], algo: str, seed: int) -> None:
     """Watch an agent learn: an embedded MQTT broker, N sim phones in a farm, the A-RIDE
     learner training a UI-tree policy, and the TUI. Ctrl-C (or q in the TUI) stops it
-    all cleanly: spool and checkpoints are flushed, no process is left behind."""
+    all cleanly: spool and checkpoints are flushed, no process is left behind.
+
+    If the TUI crashes, farm and learner keep running and the demo carries on with
+    headless progress lines (the traceback is in <run-dir>/logs/tui-crash.log).
+
+    Exit status: 0 when you stopped it (Ctrl-C, q, --duration) and every part stopped
+    cleanly; 1 when a part crashed or failed to stop (TUI, farm or learner: the summary
+    names it and its log); 2 for a usage or start-up error."""
     from farm.demo import DemoConfig, format_summary, run_demo
 
     if as_json and not headless:
@@ -76,6 +83,9 @@ def demo(phones: int, headless: bool, duration: float | None, as_json: bool, run
         click.echo(json.dumps(summary.as_dict(), indent=2))
     else:
         err_console.print(format_summary(summary), markup=False, highlight=False)
+    # 130 / -2: a child that took the demo's own SIGINT as its stop signal
     bad = {k: v for k, v in summary.exit_codes.items() if v not in (0, None, 130, -2)}
-    if bad:
+    if bad or summary.crashed:
+        err_console.print(f"[bold red]failed:[/] {', '.join(sorted(set(summary.crashed)) or bad)}"
+                          " ended badly (see the logs above)")
         sys.exit(1)

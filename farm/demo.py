@@ -56,6 +56,9 @@ class DemoConfig:
     progress_every_s: float = 5.0
     stop_timeout_s: float = 30.0
     """How long each child gets to stop cleanly before its process group is killed."""
+    tui_argv: tuple[str, ...] | None = None
+    """The TUI's command line (default: ``python -m tui`` on the demo's broker); tests
+    put a program that crashes here."""
 
 
 @dataclass
@@ -70,6 +73,7 @@ class DemoSummary:
     replay_size: int | None = None
     devices: dict[str, str] = field(default_factory=dict)  # device → last state
     exit_codes: dict[str, int | None] = field(default_factory=dict)
+    crashed: list[str] = field(default_factory=list)  # parts that ended on their own, badly
     broker: str = ""
     run_dir: str = ""
 
@@ -272,9 +276,14 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
         await farm.start()
         say(f"learner (pid {learner.pid}) and farm with {cfg.phones} sim phones "
             f"(pid {farm.pid}) started")
-        if not cfg.headless:
-            tui = _Child("tui", [sys.executable, "-m", "tui", "--broker", broker.url,
-                                 "--farm", "+"], None)
+        headless = cfg.headless
+        crash_log = logs / "tui-crash.log"
+        if not headless:
+            argv = list(cfg.tui_argv) if cfg.tui_argv is not None else [
+                sys.executable, "-m", "tui", "--broker", broker.url, "--farm", "+",
+                "--crash-log", str(crash_log), "--quit-hint",
+                "Quit the demo: stops the farm, the learner and the broker"]
+            tui = _Child("tui", argv, None)
             await tui.start()
         _write_pids(logs / "pids.json", [learner, farm, *([tui] if tui else [])])
         next_line = 0.0
@@ -286,11 +295,22 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
             if dead:
                 names = ", ".join(f"{c.name} (exit {c.returncode}; see {c.log_path})"
                                   for c in dead)
+                summary.crashed += [c.name for c in dead]
                 say(f"stopping: {names} ended")
                 break
             if tui is not None and tui.returncode is not None:
-                break
-            if cfg.headless and elapsed >= next_line:
+                if tui.returncode == 0:
+                    break  # q: the user leaves the demo
+                # a TUI crash must not take the training down: keep farm and learner
+                # running and carry on with the headless progress lines
+                summary.exit_codes["tui"] = tui.returncode
+                summary.crashed.append("tui")
+                where = crash_log if crash_log.exists() else "the terminal above"
+                say(f"the TUI crashed (exit {tui.returncode}; traceback in {where}); "
+                    f"farm and learner keep running, progress follows; Ctrl-C stops")
+                tui, headless, next_line = None, True, 0.0
+                continue
+            if headless and elapsed >= next_line:
                 say(_progress_line(summary, elapsed))
                 next_line = elapsed + cfg.progress_every_s
             with contextlib.suppress(TimeoutError):

@@ -47,3 +47,26 @@ def test_json_without_headless_is_a_usage_error() -> None:
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--json needs --headless" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_tui_crash_leaves_farm_and_learner_running_and_is_reported(tmp_path: Path) -> None:
+    """The TUI child dies (exit 3) a moment in: the demo says so and where the
+    traceback is, carries on headless until --duration, stops farm and learner cleanly
+    and reports the crash (the CLI turns ``crashed`` into exit status 1)."""
+    import asyncio
+
+    from farm.demo import DemoConfig, run_demo
+
+    said: list[str] = []
+    crash = "import sys, time; time.sleep(2); sys.exit(3)"
+    cfg = DemoConfig(phones=1, duration_s=30, run_dir=tmp_path, progress_every_s=2.0,
+                     tui_argv=(sys.executable, "-c", crash))
+    summary = asyncio.run(run_demo(cfg, said.append))
+    assert summary.crashed == ["tui"] and summary.exit_codes["tui"] == 3, summary
+    assert summary.exit_codes["farm"] == 0 and summary.exit_codes["learner"] == 0, summary
+    at = next(i for i, line in enumerate(said) if "the TUI crashed (exit 3" in line)
+    assert "farm and learner keep running" in said[at]
+    progress = [line for line in said[at:] if "devices:" in line]
+    assert len(progress) >= 3, said  # headless progress after the crash
+    assert summary.episodes > 0  # the farm kept collecting

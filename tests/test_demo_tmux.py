@@ -37,6 +37,7 @@ SERIAL_ROW = re.compile(r"^\S*\s+(127\.0\.0\.1:\d+)\s+(\w+)\s", re.M)  # thumb, 
 EPISODES = re.compile(r"│ episodes (\d+) │")
 STARTUP_S = 40.0  # rows and a rising episode total on a loaded 2-core box
 SHUTDOWN_S = 45.0  # farm flush + learner checkpoint, each bounded by the demo
+KEY_S = 20.0  # a key press → its screen drawn, on a loaded 2-core box
 
 
 class Tmux:
@@ -175,6 +176,27 @@ def test_demo_shows_devices_and_rising_episodes_and_q_exits_cleanly(tmux: Tmux,
                                     for p in tree}))
     assert "learner" in names and "farm up" in names and "-m tui" in names, names
 
+    # every screen key, each screen seen, and the demo (all its parts) still running
+    help_title = "DistRL TUI: keys"
+    for key, marker, gone in (
+            ("2", "DistRL learner", "DistRL fleet"), ("3", "DistRL logs", "DistRL learner"),
+            ("1", "DistRL fleet", "DistRL logs"),
+            ("Enter", "esc: back to the fleet", "DistRL fleet"),
+            ("Escape", "DistRL fleet", "esc: back to the fleet"),
+            ("?", help_title, "\x00"), ("Escape", "DistRL fleet", help_title)):
+        tmux("send-keys", "-t", tmux.session, key)
+        t_key = time.monotonic()
+        while marker not in (screen := tmux.screen()) or gone in screen:
+            if time.monotonic() - t_key > KEY_S or rc_file.exists():
+                _fail(f"after {key!r}: no {marker!r} on screen", screen, run_dir)
+            time.sleep(0.2)
+        if key == "?":  # the help tells what q does here: it stops the whole demo
+            assert "Quit the demo" in screen, screen
+    assert not rc_file.exists(), "the demo ended while its screens were visited"
+    parts = {name: pid for p in run_dir.glob("*/logs/pids.json")
+             for name, pid in json.loads(p.read_text()).items()}
+    assert {"demo", "learner", "farm", "tui"} <= set(parts), parts
+    assert all(_alive(pid) for pid in parts.values() if pid), parts
     tmux("send-keys", "-t", tmux.session, "q")
     t1 = time.monotonic()
     while not rc_file.exists() and time.monotonic() - t1 < SHUTDOWN_S:

@@ -13,8 +13,10 @@ import contextlib
 import shlex
 import signal
 import time
+import traceback
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 from typing import Any, ClassVar
 
 from textual.app import App, ScreenStackError
@@ -59,9 +61,12 @@ class DistrlTui(App[None]):
 
     def __init__(self, source: DataSource, *, readonly: bool = False,
                  clock: Callable[[], float] = time.time, tick_s: float = 0.125,
-                 thumb_rows: int = 4, notify_limit: int = 3) -> None:
+                 thumb_rows: int = 4, notify_limit: int = 3,
+                 crash_log: Path | None = None, quit_hint: str | None = None) -> None:
         super().__init__()
+        self.quit_hint = quit_hint or "Leave the TUI (the farm keeps running)"
         self.source = source
+        self.crash_log = crash_log
         self.readonly = readonly
         self.tick_s = tick_s
         self.thumb_rows = thumb_rows
@@ -72,6 +77,16 @@ class DistrlTui(App[None]):
         self.ticks = 0
 
     # ------------------------------------------------------------ lifecycle
+    def _handle_exception(self, error: Exception) -> None:
+        """Textual prints a crash's traceback on the terminal it is tearing down; with
+        ``crash_log`` it also goes to a file, so whoever ran us (``distrl demo``) can say
+        where it is after the screen is gone."""
+        if self.crash_log is not None:
+            with contextlib.suppress(OSError):
+                self.crash_log.parent.mkdir(parents=True, exist_ok=True)
+                self.crash_log.write_text("".join(traceback.format_exception(error)))
+        super()._handle_exception(error)
+
     def on_mount(self) -> None:
         self.decoder.start()
         self.run_worker(self._feed(), name="feed", group="feed", exclusive=True,
@@ -137,6 +152,22 @@ class DistrlTui(App[None]):
         if workers:
             await self.workers.wait_for_complete(workers)
 
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        """The palette's screenshot: Textual saves to ~/Downloads and fails when there
+        is none (servers, containers); fall back to the working directory, and say
+        where it went or why it could not be written."""
+        if path is None:
+            downloads = Path.home() / "Downloads"
+            path = str(downloads if downloads.is_dir() else Path.cwd())
+        try:
+            key = super().deliver_screenshot(filename, path, time_format)
+        except OSError as e:
+            self.notify(f"screenshot not saved in {path}: {e}", severity="error")
+            return None
+        self.notify(f"screenshot saved in {path}", timeout=4)
+        return key
+
     # ------------------------------------------------------------ navigation
     def open_device(self, key: DeviceKey) -> None:
         if key not in self.model.devices:
@@ -154,7 +185,8 @@ class DistrlTui(App[None]):
             out = []
             for b in cls.BINDINGS:
                 if isinstance(b, Binding):
-                    out.append((b.key_display or b.key, b.tooltip or b.description))
+                    tip = self.quit_hint if b.action == "quit" else b.tooltip
+                    out.append((b.key_display or b.key, tip or b.description))
             return out
 
         for title, cls in (("Everywhere", type(self)), ("Fleet", FleetScreen),
@@ -196,8 +228,13 @@ class DistrlTui(App[None]):
             def got_task(task: str | None) -> None:
                 if task:
                     self.send_command(key, "run_task", {"task": task})
-            self.push_screen(PromptScreen(f"Task to run on {who}", "task name, e.g. wifi_off"),
-                             got_task)
+            known = self.model.farm_tasks(key[0])
+            title = f"Task to run on {who}" + (
+                f" (this farm runs: {', '.join(known[:8])}{' …' if len(known) > 8 else ''})"
+                if known else "")
+            self.push_screen(PromptScreen(
+                title, f"task name, e.g. {known[0] if known else 'settings.wifi_off'}"),
+                got_task)
         elif name == "deploy":
             def got_instruction(text: str | None) -> None:
                 if text:

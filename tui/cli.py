@@ -6,6 +6,7 @@ so ``farm`` never imports ``tui``."""
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -26,7 +27,14 @@ DEFAULT_BROKER = "mqtt://127.0.0.1:1883"
               help="Watch only: every command (pause, quarantine, run task …) is disabled.")
 @click.option("--thumb-rows", default=4, show_default=True, type=click.IntRange(1, 12),
               help="Height of the fleet table's thumbnails, in terminal rows.")
-def tui(broker: str, farm: str, readonly: bool, thumb_rows: int) -> None:
+@click.option("--crash-log", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              envvar="DISTRL_TUI_CRASH_LOG",
+              help="If the TUI crashes, also write the traceback to this file "
+                   "(env DISTRL_TUI_CRASH_LOG).")
+@click.option("--quit-hint", default=None, hidden=True,
+              help="What q does, for the help screen (`distrl demo`: q stops it all).")
+def tui(broker: str, farm: str, readonly: bool, thumb_rows: int,
+        crash_log: Path | None, quit_hint: str | None) -> None:
     """Terminal UI for a DistRL farm: live device screens, learner curves, logs.
 
     Keys: 1 fleet, 2 learner, 3 logs, enter a device, / filter, s sort, ? help,
@@ -45,7 +53,13 @@ def tui(broker: str, farm: str, readonly: bool, thumb_rows: int) -> None:
         raise click.UsageError("the TUI needs a terminal (stdout is not a TTY)")
     from tui.app import DistrlTui
 
-    DistrlTui(MqttSource(broker, farm), readonly=readonly, thumb_rows=thumb_rows).run()
+    app = DistrlTui(MqttSource(broker, farm), readonly=readonly, thumb_rows=thumb_rows,
+                    crash_log=crash_log, quit_hint=quit_hint)
+    app.run()
+    # Textual sets 1 after an unhandled exception: the caller (e.g. `distrl demo`) must
+    # be able to tell a crash from a quit
+    if app.return_code:
+        sys.exit(app.return_code)
 
 
 def main() -> None:

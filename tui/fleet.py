@@ -190,14 +190,15 @@ class FleetScreen(DeviceActionsScreen):
         self._draw_bars(len(order))
 
     def _learner_part(self) -> str:
-        """The learner's headline (success rate, policy version) once it reports."""
+        """The learner's headline (held-out success, else the training window's; policy
+        version) once it reports. It leads the bar so that 80 columns still show it."""
         m = self.tui.model
-        sr, ver = m.learner_latest("success_rate"), m.learner_latest("version")
-        if sr is None and ver is None:
+        head, ver = m.headline(), m.learner_latest("version")
+        if head is None and ver is None:
             return ""
         parts = []
-        if sr is not None:
-            parts.append(f"success [b]{100 * sr:.0f} %[/]")
+        if head is not None:
+            parts.append(f"{head[0]} [b]{escape(head[1])}[/]")
         if ver is not None:
             parts.append(f"policy v{ver:.0f}")
         return " · ".join(parts) + " │ "
@@ -205,7 +206,9 @@ class FleetScreen(DeviceActionsScreen):
     def _draw_bars(self, shown: int) -> None:
         tui = self.tui
         tot = tui.model.totals()
-        link = "[green]● connected[/]" if tui.model.connected else "[red]● disconnected[/]"
+        why = tui.model.link_detail
+        link = "[green]● connected[/]" if tui.model.connected else (
+            "[red]● disconnected[/]" + (f" [red]({escape(why[-80:])})[/]" if why else ""))
         farms = "".join(f" · farm {escape(f)} "
                         + ("[green]● up[/]" if up else "[red]● offline[/]")
                         for f, up in tui.model.farm_links())
@@ -213,10 +216,12 @@ class FleetScreen(DeviceActionsScreen):
                  + (" · [yellow]READ-ONLY[/]" if tui.readonly else ""))
         bad = sum(tui.model.garbage.values())
         hidden = f" (shown {shown})" if shown != tot.total else ""
-        line = (f"devices {tot.total}{hidden} │ [green]online {tot.online}[/] │ "
+        line = (f"{self._learner_part()}devices {tot.total}{hidden} │ "
+                f"[green]online {tot.online}[/] │ "
                 f"busy {tot.busy} │ paused {tot.paused} │ "
                 f"[magenta]quarantined {tot.quarantined}[/] │ [red]error {tot.error}[/] │ "
-                f"[b]episodes {tot.episodes}[/] │ {self._learner_part()}"
+                + (f"[dim]ended {tot.ended} (farm stopped)[/] │ " if tot.ended else "")
+                + f"[b]episodes {tot.episodes}[/] │ "
                 f"sort {self.sort_key}{' ↓' if self.reverse else ''}"
                 + (f" │ filter '{self.query_text}'" if self.query_text else "")
                 + (f" │ [red]rejected {bad}[/]" if bad else "")

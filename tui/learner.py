@@ -103,6 +103,11 @@ class LearnerScreen(AppScreen):
                 continue
             rows[name].show(list(m.series[name]))
         parts = []
+        head = m.headline()
+        if head is not None:
+            note = "" if head[0].startswith("held-out") else \
+                " [dim](training window: no held-out evaluation yet)[/]"
+            parts.append(f"[b]{head[0]} {escape(head[1])}[/b]{note}")
         if m.learner_seen is None:
             parts.append("[dim]no learner metrics yet (topic distrl/v1/learner/metrics)[/]")
         else:

@@ -38,14 +38,19 @@ __all__ = [
     "StateChange",
     "Totals",
     "describe_action",
+    "human_detail",
 ]
 
 #: learner scalars with a fixed place on the Learner screen (others are added after)
 LEARNER_SERIES: tuple[tuple[str, str], ...] = (
-    ("success_rate", "success rate"), ("return_mean", "episode return"),
-    ("actor_loss", "actor loss"), ("critic_loss", "critic loss"), ("entropy", "entropy"),
+    # the names farm.learner.service.LearnerService.metrics() publishes (the recorded
+    # feed's contract test keeps them honest)
+    ("eval/success_rate", "held-out success rate (eval)"),
+    ("success_rate", "success rate (training window)"), ("return_mean", "episode return"),
+    ("train/actor_loss", "actor loss"), ("train/critic_loss", "critic loss"),
+    ("train/entropy", "entropy"),
     ("policy_lag_avg", "policy lag (avg)"), ("policy_lag_max", "policy lag (max)"),
-    ("replay_size", "replay size"), ("traj_per_min", "trajectories / min"),
+    ("replay_size", "replay size"), ("trajectories_per_min", "trajectories / min"),
     ("version", "policy version"),
 )
 SORT_KEYS = ("device", "state", "task", "step", "return", "episodes", "battery", "temp",
@@ -59,6 +64,16 @@ _NOTIFY_STATES = {"offline", "quarantined", "paused"}
 _ROUTINE_DETAILS = {"episode running", "episode over"}
 _STATE_ORDER = {s: i for i, s in enumerate(
     ("busy", "ready", "preparing", "paused", "quarantined", "offline", "unknown"))}
+
+
+_WORKER_SUFFIX = re.compile(r":\s*[\w.-]+/w\d+$")
+
+
+def human_detail(detail: str) -> str:
+    """A status detail for people: the farm's internal worker id (``released:
+    demo/w5``) says nothing to them. (A detail is only shown next to a real state
+    change; "episode running/over" ride along with every update and are left out.)"""
+    return _WORKER_SUFFIX.sub("", detail)
 
 
 def _natural(key: DeviceKey) -> tuple[tuple[int | str, ...], ...]:
@@ -91,6 +106,7 @@ class Totals:
     paused: int = 0
     quarantined: int = 0
     error: int = 0  # offline (lost or last will) or reporting an error
+    ended: int = 0  # offline because their farm stopped (its own status is offline)
     episodes: int = 0  # finished episodes, summed over the devices' statuses
 
 
@@ -171,7 +187,9 @@ class FleetModel:
         self.sent: dict[str, tuple[str, Command]] = {}  # command id → (farm, command)
         self.results: dict[str, CommandResult] = {}
         self.connected = False
+        self.link_detail = ""
         self.messages = 0
+        self._pointer_logged: tuple[float, int] | None = None  # (when, version)
         self._history = history
         # change counters: each screen remembers what it has shown and compares
         self.membership_rev = 0  # devices added, or a state changed (rows may move)
@@ -199,6 +217,8 @@ class FleetModel:
             self.notices.append(("information" if connected else "warning",
                                  detail or ("connected" if connected else "disconnected")))
         self.connected = connected
+        # why the link is down (e.g. "[Errno 111] Connection refused"), for the title bar
+        self.link_detail = "" if connected else detail
 
     # -------------------------------------------------------------- ingest
     def ingest(self, topic: str, payload: bytes) -> FrameJob | None:
@@ -249,7 +269,13 @@ class FleetModel:
         elif isinstance(body, PolicyPointer):
             self.pointer = body
             self.learner_rev += 1
-            self.log("info", f"policy v{body.version} published ({body.size} B, {body.kind})")
+            # a learner publishes every few updates: one line per half minute, not a flood
+            now, last = self.clock(), self._pointer_logged
+            if last is None or now - last[0] >= 30.0:
+                since = f"; v{last[1]} before" if last is not None else ""
+                self.log("info", f"policy v{body.version} published ({body.size} B, "
+                                 f"{body.kind}{since})")
+                self._pointer_logged = (now, body.version)
         return None
 
     def _farm_status(self, farm: str, st: DeviceStatus) -> None:
@@ -273,6 +299,35 @@ class FleetModel:
         q = self.series.get(name)
         return q[-1] if q else None
 
+    def farm_tasks(self, farm: str) -> list[str]:
+        """Task names this farm's devices reported (what its run-task dialog offers)."""
+        return sorted({d.status.task for k, d in self.devices.items()
+                       if k[0] == farm and d.status is not None and d.status.task})
+
+    def headline(self) -> tuple[str, str] | None:
+        """The learner's headline number as (label, value): held-out evaluation success
+        (``eval/*``, the number that says whether the policy generalises) once an
+        evaluation round completed, else the training window's success rate, labelled
+        as such. ``None`` before either."""
+        ev = self.learner_latest("eval/success_rate")
+        if ev is not None:
+            lo, hi = self.learner_latest("eval/ci_low"), self.learner_latest("eval/ci_high")
+            n, ver = self.learner_latest("eval/episodes"), self.learner_latest(
+                "eval/policy_version")
+            extra = []
+            if lo is not None and hi is not None:
+                extra.append(f"CI {100 * lo:.0f}–{100 * hi:.0f} %")
+            if n is not None:
+                extra.append(f"{n:.0f} ep")
+            if ver is not None:
+                extra.append(f"v{ver:.0f}")
+            return ("held-out success", f"{100 * ev:.0f} %"
+                    + (f" ({', '.join(extra)})" if extra else ""))
+        sr = self.learner_latest("success_rate")
+        if sr is not None:
+            return ("train success", f"{100 * sr:.0f} %")
+        return None
+
     def _status(self, key: DeviceKey, st: DeviceStatus) -> None:
         dev = self._device(key)
         old = dev.state
@@ -286,12 +341,13 @@ class FleetModel:
             self.changes.append(ch)
             lvl = "warning" if st.state in ("offline", "quarantined") else "info"
             self.log(lvl, f"{dev.label}: {old} → {st.state}"
-                          + (f" ({st.detail})" if st.detail else ""), key)
+                          + (f" ({human_detail(st.detail)})" if st.detail
+                             and st.detail not in _ROUTINE_DETAILS else ""), key)
             if st.state in _NOTIFY_STATES or old in _NOTIFY_STATES:
                 sev = "warning" if st.state in ("offline", "quarantined") else "information"
                 self.notices.append((sev, f"{dev.label}: {old} → {st.state}"))
         elif st.detail and st.detail != old_detail and st.detail not in _ROUTINE_DETAILS:
-            self.log("info", f"{dev.label}: {st.detail}", key)
+            self.log("info", f"{dev.label}: {human_detail(st.detail)}", key)
         if st.last_action is not None:
             dev.status_actions = True
             self._actions(dev, [st.last_action], st.step)
@@ -357,10 +413,14 @@ class FleetModel:
         errors = sum(1 for d in self.devices.values()
                      if d.state != "offline" and d.status is not None and d.status.detail
                      and d.status.detail.lower().startswith("error"))
+        # a farm that stopped leaves its devices' retained "offline" behind: those ended
+        # with their farm and are no fault (a device lost while its farm runs is one)
+        ended = sum(1 for k, d in self.devices.items() if d.state == "offline"
+                    and k[0] in self.farms and self.farms[k[0]].state == "offline")
         return Totals(total=len(self.devices),
                       online=sum(n for s, n in c.items() if s not in ("offline", "unknown")),
                       busy=c["busy"], paused=c["paused"], quarantined=c["quarantined"],
-                      error=c["offline"] + errors,
+                      error=c["offline"] - ended + errors, ended=ended,
                       episodes=sum(d.status.episodes for d in self.devices.values()
                                    if d.status is not None))
 

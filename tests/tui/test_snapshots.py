@@ -32,9 +32,11 @@ def populate(src: FakeSource) -> None:
     for i in range(40):
         src.push(*ff.metrics(i, {
             "success_rate": min(1.0, i / 40 + 0.1 * math.sin(i)),
-            "return_mean": i / 50, "actor_loss": 1 / (1 + i), "critic_loss": 0.5 / (1 + i),
-            "entropy": 2 - i / 40, "policy_lag_avg": 1 + (i % 3), "policy_lag_max": 3 + (i % 4),
-            "replay_size": 50.0 * i, "traj_per_min": 30 + (i % 7), "version": i // 5}))
+            "return_mean": i / 50, "train/actor_loss": 1 / (1 + i),
+            "train/critic_loss": 0.5 / (1 + i), "train/entropy": 2 - i / 40,
+            "policy_lag_avg": 1 + (i % 3), "policy_lag_max": 3 + (i % 4),
+            "replay_size": 50.0 * i, "trajectories_per_min": 30 + (i % 7),
+            "version": i // 5}))
     src.push(*ff.pointer(7))
     src.push(f"distrl/v1/{FARM}/status/sim-0", b"\x00 not json")
 
