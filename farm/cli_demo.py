@@ -34,11 +34,24 @@ err_console = Console(stderr=True, soft_wrap=True)
 @click.option("--algo", type=click.Choice(["aride", "digirl"]), default="aride",
               show_default=True, help="Learner algorithm (digirl = the baseline).")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed for everything.")
+@click.option("--pretrain/--no-pretrain", default=True, show_default=True,
+              help="Record oracle demonstrations and behaviour-clone on them before online "
+                   "RL (the paper's start); --no-pretrain: A-RIDE from a fresh policy.")
+@click.option("--demos-per-task", default=2, show_default=True, type=click.IntRange(1, 100),
+              help="Oracle demonstrations per task for the supervised start.")
+@click.option("--sft-epochs", default=60, show_default=True, type=click.IntRange(1, 1000),
+              help="Behaviour-cloning epochs.")
+@click.option("--eval-every", type=click.FloatRange(0), default=20.0, show_default=True,
+              help="Seconds between held-out evaluation rounds (test split, greedy, never "
+                   "trained on): the headline number. 0: none.")
 def demo(phones: int, headless: bool, duration: float | None, as_json: bool, run_dir: Path,
-         tasks: tuple[str, ...], algo: str, seed: int) -> None:
-    """Watch an agent learn: an embedded MQTT broker, N sim phones in a farm, the A-RIDE
-    learner training a UI-tree policy, and the TUI. Ctrl-C (or q in the TUI) stops it
-    all cleanly: spool and checkpoints are flushed, no process is left behind.
+         tasks: tuple[str, ...], algo: str, seed: int, pretrain: bool, demos_per_task: int,
+         sft_epochs: int, eval_every: float) -> None:
+    """Watch an agent learn, as in the paper: oracle demonstrations, a supervised start
+    (SFT), then online A-RIDE on N sim phones in a farm, judged by held-out evaluation
+    rounds — an embedded MQTT broker, the farm, the learner and the TUI. Ctrl-C (or q in
+    the TUI) stops it all cleanly: spool and checkpoints are flushed, no process is left
+    behind.
 
     If the TUI crashes, farm and learner keep running and the demo carries on with
     headless progress lines (the traceback is in <run-dir>/logs/tui-crash.log).
@@ -54,7 +67,9 @@ def demo(phones: int, headless: bool, duration: float | None, as_json: bool, run
         err_console.print("no terminal to draw the TUI on: running --headless")
         headless = True
     cfg = DemoConfig(phones=phones, duration_s=duration, headless=headless, run_dir=run_dir,
-                     tasks=tasks, algo=algo, seed=seed)
+                     tasks=tasks, algo=algo, seed=seed, pretrain=pretrain,
+                     demos_per_task=demos_per_task, sft_epochs=sft_epochs,
+                     eval_every_s=eval_every or None)
 
     def say(line: str) -> None:
         if not as_json:

@@ -59,6 +59,15 @@ class DemoConfig:
     tui_argv: tuple[str, ...] | None = None
     """The TUI's command line (default: ``python -m tui`` on the demo's broker); tests
     put a program that crashes here."""
+    pretrain: bool = True
+    """Start as the paper does: record oracle demonstrations, behaviour-clone a policy
+    on them (SFT), then train it online. False: A-RIDE from a fresh policy."""
+    demos_per_task: int = 2
+    """Oracle demonstrations per task for the SFT phase (small: leave room for RL)."""
+    sft_epochs: int = 60  # a few dozen steps of data: many passes, each one cheap
+    eval_every_s: float | None = 20.0
+    """Held-out evaluation rounds (test split, greedy, never trained on) every S seconds;
+    their success is the headline number. None: no evaluation."""
 
 
 @dataclass
@@ -69,6 +78,10 @@ class DemoSummary:
     episodes: int = 0
     success_rate: float | None = None  # the learner's sliding window
     success_rate_first: float | None = None  # the first window the learner reported
+    heldout: float | None = None  # the newest held-out evaluation round's success
+    heldout_first: float | None = None  # … and the first one (the start of online RL)
+    heldout_version: int | None = None
+    pretrain_s: float | None = None  # demonstrations + SFT
     policy_version: int | None = None
     replay_size: int | None = None
     devices: dict[str, str] = field(default_factory=dict)  # device → last state
@@ -189,6 +202,12 @@ class _Watcher:
                 s.success_rate = sc["success_rate"]
                 if s.success_rate_first is None:
                     s.success_rate_first = sc["success_rate"]
+            if "eval/success_rate" in sc:
+                s.heldout = sc["eval/success_rate"]
+                if s.heldout_first is None:
+                    s.heldout_first = s.heldout
+                if "eval/policy_version" in sc:
+                    s.heldout_version = int(sc["eval/policy_version"])
             if "version" in sc:
                 s.policy_version = int(sc["version"])
             if "replay_size" in sc:
@@ -230,8 +249,49 @@ def _progress_line(s: DemoSummary, elapsed: float) -> str:
     devs = " ".join(f"{k} {v}" for k, v in sorted(states.items())) or "starting"
     sr = "-" if s.success_rate is None else f"{100 * s.success_rate:.0f} %"
     ver = "-" if s.policy_version is None else f"v{s.policy_version}"
-    return (f"[{elapsed:6.0f} s] devices: {devs} · episodes {s.episodes} · "
-            f"success {sr} · policy {ver} · replay {s.replay_size or 0}")
+    held = "-" if s.heldout is None else f"{100 * s.heldout:.0f} % (v{s.heldout_version})"
+    return (f"[{elapsed:6.0f} s] held-out {held} · devices: {devs} · episodes {s.episodes} "
+            f"· training success {sr} · policy {ver} · replay {s.replay_size or 0}")
+
+
+async def _pretrain(cfg: DemoConfig, run_dir: Path, task_args: list[str], say: Say,
+                    stop: asyncio.Event) -> Path | None:
+    """Demonstrations → SFT, each the same command a user runs; the SFT checkpoint, or
+    None when stopped. A failure raises DemoError with the log to read."""
+    demos, sft = run_dir / "demos", run_dir / "sft"
+    no_prior = json.dumps({"overlap_prior": 0.0, "overlap_feature": False, "seed": cfg.seed})
+    steps = [
+        (f"recording {cfg.demos_per_task} oracle demonstration(s) per task (train split)",
+         _distrl("demos", "record", *task_args, "--split", "train",
+                 "-k", str(cfg.demos_per_task), "--sim", str(max(1, min(cfg.phones, 4))),
+                 "--seed", str(cfg.seed), "--out", str(demos), "--no-frames"), (0, 1)),
+        (f"behaviour cloning on them ({cfg.sft_epochs} epochs, no hand-made prior)",
+         _distrl("sft", "--demos", str(demos), "--policy", "uitree", "--policy-config",
+                 no_prior, "--epochs", str(cfg.sft_epochs), "--lr", "3e-3",
+                 "--seed", str(cfg.seed),
+                 "--threads", "1", "--out", str(sft)), (0,)),
+    ]
+    for what, argv, ok in steps:
+        name = argv[3]
+        say(f"{name}: {what} …")
+        child = _Child(name, argv, run_dir / "logs" / f"{name}.log")
+        await child.start()
+        assert child.proc is not None
+        waiting = asyncio.create_task(child.proc.wait())
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({waiting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not waiting.done():
+            await child.stop(5.0)
+            return None
+        if child.returncode not in ok:
+            raise DemoError(f"`distrl {name}` failed (exit {child.returncode}); see "
+                            f"{child.log_path}")
+    return sft
+
+
+class DemoError(RuntimeError):
+    """A part of the demo could not start (its log says why)."""
 
 
 async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = None
@@ -255,18 +315,35 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
     if not cfg.tasks and cfg.tag:
         task_args += ["--tag", cfg.tag]
     run_dir.mkdir(parents=True, exist_ok=True)
+    init: list[str] = []
+    if cfg.pretrain:
+        t_pre = time.monotonic()
+        try:
+            sft = await _pretrain(cfg, run_dir, task_args, say, stop)
+        except BaseException:
+            await broker.stop()
+            raise
+        if sft is None:  # stopped while pretraining
+            await broker.stop()
+            summary.wall_s = round(time.monotonic() - t0, 2)
+            return summary
+        summary.pretrain_s = round(time.monotonic() - t_pre, 2)
+        say(f"pretraining done in {summary.pretrain_s:.0f} s; online A-RIDE starts from it")
+        init = ["--init", str(sft)]
     (run_dir / "learner.toml").write_text(learner_toml(cfg.algo))
     learner = _Child("learner", _distrl(
         "learner", "--config", str(run_dir / "learner.toml"), "--broker", broker.url,
         "--run-dir", str(run_dir / "learner"),
-        "--algo", cfg.algo, "--policy", "uitree"),
+        "--algo", cfg.algo, "--policy", "uitree", *init),
         logs / "learner.log")
+    evaluation = ["--eval-every", f"{cfg.eval_every_s:g}", "--eval-episodes-per-task", "2"] \
+        if cfg.eval_every_s else []
     farm = _Child("farm", _distrl(
         "farm", "up", "--broker", broker.url, "--sim", str(cfg.phones), "--policy", "learned",
         "--farm-id", "demo", "--spool", str(run_dir / "spool"), "--seed", str(cfg.seed),
         # unacked trajectories stay in the spool on disk; the demo does not wait long
         "--flush-timeout", "5",
-        *task_args), logs / "farm.log")
+        *evaluation, *task_args), logs / "farm.log")
     children = [learner, farm]
     watcher = _Watcher(summary, t0)
     watch = asyncio.create_task(watcher.run(broker.url))
@@ -333,9 +410,13 @@ def format_summary(s: DemoSummary) -> str:
     sr = "-" if s.success_rate is None else f"{100 * s.success_rate:.0f} %"
     first = "-" if s.success_rate_first is None else f"{100 * s.success_rate_first:.0f} %"
     fe = "-" if s.first_episode_s is None else f"{s.first_episode_s:.1f} s"
+    held = "-" if s.heldout is None else (
+        f"{100 * (s.heldout_first or 0.0):.0f} % → {100 * s.heldout:.0f} % "
+        f"(v{s.heldout_version})")
+    pre = "" if s.pretrain_s is None else f" after {s.pretrain_s:.0f} s of demonstrations + SFT"
     return "\n".join([
-        f"ran {s.wall_s:.0f} s on {len(s.devices)} device(s); first episode after {fe}",
-        f"episodes {s.episodes} · success {first} → {sr} · policy v{s.policy_version or 0}"
-        f" · replay {s.replay_size or 0}",
+        f"ran {s.wall_s:.0f} s on {len(s.devices)} device(s){pre}; first episode after {fe}",
+        f"held-out success {held} · training episodes {s.episodes}, success {first} → {sr}"
+        f" · policy v{s.policy_version or 0} · replay {s.replay_size or 0}",
         f"exit codes: {json.dumps(s.exit_codes)} · run dir {s.run_dir}",
     ])

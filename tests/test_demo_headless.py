@@ -24,8 +24,8 @@ def _alive(pid: int) -> bool:
 def test_headless_demo_learns_reports_and_leaves_nothing_running(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "farm.cli", "demo", "--headless", "--json", "--phones", "2",
-         "--duration", "25", "--run-dir", str(tmp_path)],
-        capture_output=True, text=True, timeout=150)
+         "--duration", "40", "--eval-every", "5", "--run-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=200)
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(proc.stdout)
     assert summary["exit_codes"] == {"farm": 0, "learner": 0}, summary
@@ -35,6 +35,10 @@ def test_headless_demo_learns_reports_and_leaves_nothing_running(tmp_path: Path)
     run = Path(summary["run_dir"])
     assert run.parent == tmp_path.resolve()
     assert list((run / "learner" / "checkpoints").glob("ckpt-*/policy/policy.safetensors"))
+    # the paper's pipeline: demonstrations → SFT → online RL, judged held out
+    assert summary["pretrain_s"] is not None and (run / "demos" / "demos.json").is_file()
+    assert (run / "sft" / "policy.safetensors").is_file()
+    assert summary["heldout"] is not None and summary["heldout_version"] is not None
     pids = json.loads((run / "logs" / "pids.json").read_text())
     deadline = time.monotonic() + 5
     while any(_alive(p) for p in pids.values() if p) and time.monotonic() < deadline:
