@@ -291,7 +291,7 @@ def plot(runs: list[ArmRun], path: Path, title: str) -> bool:
     ax.set_ylim(0, 1)
     ax.grid(alpha=0.3)
     ax.set_title(title)
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper left")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

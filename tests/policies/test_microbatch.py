@@ -75,10 +75,14 @@ def _micro(policy: TrainablePolicy, steps: list[StepRecord], a: Any, b: Any, siz
     return res, [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in params]
 
 
-def _assert_same(g1: list[Any], g2: list[Any], rtol: float = 1e-4, atol: float = 1e-6) -> None:
+def _assert_same(g1: list[Any], g2: list[Any], rtol: float = 1e-4, atol: float = 1e-5) -> None:
+    """Equal up to float32 summation order: ``atol`` is relative to the largest gradient
+    entry (a sum of slices differs from one sum by rounding, ~1e-7 of its terms' size,
+    so an absolute 1e-6 on entries near zero failed one run in a few)."""
     assert any(bool(g.abs().sum() > 0) for g in g1)
+    scale = max(float(g.abs().max()) for g in g1)
     for x, y in zip(g1, g2, strict=True):
-        assert torch.allclose(x, y, rtol=rtol, atol=atol), float((x - y).abs().max())
+        assert torch.allclose(x, y, rtol=rtol, atol=atol * scale), float((x - y).abs().max())
 
 
 def test_slices() -> None:

@@ -121,7 +121,12 @@ async def test_the_logs_screen_follows_new_lines() -> None:
             for i in range(80):
                 src.push(*ff.status(FARM, f"d{batch}-{i}", "busy"))
             await app.settle()
-            await pilot.pause()
             log = app.screen.query_one("#log", RichLog)
+            # RichLog scrolls to the end *after* the next refresh (call_after_refresh):
+            # wait for that refresh to have happened, not for a fixed time
+            for _ in range(100):
+                await pilot.pause()
+                if log.max_scroll_y > 0 and log.scroll_y == log.max_scroll_y:
+                    break
             assert log.max_scroll_y > 0 and log.scroll_y == log.max_scroll_y, (
                 batch, log.scroll_y, log.max_scroll_y)
