@@ -346,6 +346,20 @@ async def main_async(opts: argparse.Namespace) -> None:
     print(f"  wrote {out / 'results.json'}")
 
 
+def merge(opts: argparse.Namespace) -> None:
+    runs = [ArmRun(**r) for d in opts.merge
+            for r in json.loads((Path(d) / "results.json").read_text())["runs"]]
+    out = Path(opts.out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = summarise(runs, opts)
+    (out / "results.json").write_text(json.dumps(
+        {"merged": opts.merge, "summary": summary, "runs": [asdict(r) for r in runs]},
+        indent=1))
+    seeds = sorted({r.seed for r in runs})
+    if plot(runs, out / "training_efficiency.png", f"held-out success, seeds {seeds}"):
+        print(f"  wrote {out / 'training_efficiency.png'}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
@@ -373,7 +387,13 @@ def main() -> None:
     ap.add_argument("--reuse", action="store_true",
                     help="reuse demonstrations and SFT checkpoints already in --out")
     ap.add_argument("--out", default="bench/results/training_efficiency")
+    ap.add_argument("--merge", nargs="+", metavar="DIR", default=None,
+                    help="only summarise and plot the runs in these earlier --out directories "
+                         "together (e.g. seeds run separately) into --out")
     opts = ap.parse_args()
+    if opts.merge:
+        merge(opts)
+        return
     if opts.phones < 1 or opts.duration <= 0 or opts.eval_every <= 0:
         ap.error("--phones ≥ 1, --duration > 0 and --eval-every > 0 are required")
     logging.basicConfig(level=logging.WARNING)
