@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 
 from farm.sim.adbd import AdbdServer
+from farm.sim.adbd.socket_service import SocketHandler, socket_spec
 from farm.sim.faults import FaultKind, Faults
 from farm.sim.profiles import LatencyProfile, get_profile
 from farm.sim.shell import Shell
@@ -47,10 +48,13 @@ class SimPhone:
         )
         self.server = AdbdServer(self, host=host, port=port)
         self.host = host
+        # sim-side socket services (``tcp:7912``, ``localabstract:NAME``) by socket name
+        self.listeners: dict[str, SocketHandler] = {}
 
     # -- AdbdBackend -------------------------------------------------------------
-    async def run_shell(self, command: str, stdin: bytes = b"") -> ShellResult:
-        return await self.shell.run(command, stdin)
+    async def run_shell(self, command: str, stdin: bytes = b"",
+                        result: ShellResult | None = None) -> ShellResult:
+        return await self.shell.run(command, stdin, result)
 
     async def install_stream(self, data: bytes, args: list[str]) -> str:
         return await self.shell.install_apk_bytes(data, args)
@@ -73,6 +77,15 @@ class SimPhone:
     def serial(self) -> str:
         """The serial the adb server gives this phone after ``adb connect``."""
         return f"{self.host}:{self.port}"
+
+    def listen(self, name: str, handler: SocketHandler) -> None:
+        """Serve ``tcp:PORT`` / ``localabstract:NAME`` streams opened on this phone with
+        ``handler(stream)`` (a stand-in for an on-device server); without one the
+        phone refuses them as a phone without that server does."""
+        spec = socket_spec(name)
+        if spec is None:
+            raise ValueError(f"not a socket name adbd connects to: {name!r}")
+        self.listeners[spec] = handler
 
     def fault(self, kind: FaultKind | str, seconds: float | None = None,
               value: float | None = None) -> str:

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, Self
 
 from farm.sim.faults import BatteryState, Faults
+from farm.sim.intents import IntentQuery, ResolveInfo
 from farm.sim.profiles import LatencyProfile
 from farm.sim.vfs import VirtualFS
 
@@ -59,13 +60,94 @@ class PhoneSpec:
     serialno: str = "SIM0000000"
 
 
+Chunk = bytes | memoryview
+STDOUT, STDERR = 1, 2
+
+
+class OutputLog:
+    """Every write of one command line, in the order written: ``(fd, chunk)``.
+
+    A phone's adbd relays a command's stdout and stderr as they are written, so the
+    protocol layer reads this log (not the per-fd lists) and may start sending before
+    the command ends: ``on_write`` is called after each write.
+    """
+
+    __slots__ = ("events", "on_write")
+
+    def __init__(self) -> None:
+        self.events: list[tuple[int, Chunk]] = []
+        self.on_write: Callable[[], None] | None = None
+
+    def add(self, fd: int, chunk: Chunk) -> None:
+        self.events.append((fd, chunk))
+        if self.on_write is not None:
+            self.on_write()
+
+
+class StdoutTap(list[Chunk]):
+    """A command line's stdout: a list of chunks that also records each write in its log."""
+
+    __slots__ = ("log",)
+
+    def __init__(self, log: OutputLog, chunks: Iterable[Chunk] = ()) -> None:
+        super().__init__()
+        self.log = log
+        self.extend(chunks)
+
+    def append(self, chunk: Chunk) -> None:
+        super().append(chunk)
+        self.log.add(STDOUT, chunk)
+
+    def extend(self, chunks: Iterable[Chunk]) -> None:
+        for chunk in chunks:
+            self.append(chunk)
+
+    def __iadd__(self, chunks: Iterable[Chunk]) -> Self:  # type: ignore[override,misc]
+        self.extend(chunks)
+        return self
+
+
+class StderrTap(list[bytes]):
+    """A command line's stderr, recorded in the same log as its stdout."""
+
+    __slots__ = ("log",)
+
+    def __init__(self, log: OutputLog, chunks: Iterable[bytes] = ()) -> None:
+        super().__init__()
+        self.log = log
+        self.extend(chunks)
+
+    def append(self, chunk: bytes) -> None:
+        super().append(chunk)
+        self.log.add(STDERR, chunk)
+
+    def extend(self, chunks: Iterable[bytes]) -> None:
+        for chunk in chunks:
+            self.append(chunk)
+
+    def __iadd__(self, chunks: Iterable[bytes]) -> Self:  # type: ignore[override,misc]
+        self.extend(chunks)
+        return self
+
+
 @dataclass(slots=True)
 class ShellResult:
-    """Output of one shell command line; stdout chunks avoid copying large frames."""
+    """Output of one shell command line; stdout chunks avoid copying large frames.
+
+    ``stdout``/``stderr`` hold each stream's chunks; ``log`` holds both in write order
+    (what ``shell:`` v1 and ``exec:`` merge, and what v2 relays packet by packet).
+    """
 
     stdout: list[bytes | memoryview] = field(default_factory=list)
     stderr: list[bytes] = field(default_factory=list)
     exit_code: int = 0
+    log: OutputLog = field(default_factory=OutputLog, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.stdout, StdoutTap) or self.stdout.log is not self.log:
+            self.stdout = StdoutTap(self.log, self.stdout)
+        if not isinstance(self.stderr, StderrTap) or self.stderr.log is not self.log:
+            self.stderr = StderrTap(self.log, self.stderr)
 
     def out(self, data: bytes | memoryview | str) -> None:
         self.stdout.append(data.encode() if isinstance(data, str) else data)
@@ -80,6 +162,11 @@ class ShellResult:
     @property
     def stderr_bytes(self) -> bytes:
         return b"".join(self.stderr)
+
+    @property
+    def merged(self) -> list[Chunk]:
+        """stdout and stderr chunks in the order they were written."""
+        return [chunk for _fd, chunk in self.log.events]
 
 
 class LogBuffer:
@@ -98,7 +185,8 @@ class LogBuffer:
 
 @dataclass(frozen=True, slots=True)
 class StartResult:
-    """What ``am start`` did: ``ok``, ``brought_to_front`` or ``no_such_activity``."""
+    """What ``am start`` did: ``ok``, ``brought_to_front``, ``delivered_to_top`` (an
+    intent reached a running instance) or ``no_such_activity``."""
 
     outcome: str
     component: str  # as the user typed it, e.g. ``com.android.settings/.Settings``
@@ -160,7 +248,13 @@ class WorldAPI(Protocol):
     # activity / package manager
     def current_focus(self) -> tuple[str, str] | None: ...  # (package, activity class)
     def activity_stack(self) -> list[ActivityRecord]: ...  # top first
-    def start_activity(self, component: str) -> StartResult: ...
+    def start_activity(self, component: str,
+                       args: dict[str, str] | None = None) -> StartResult: ...
+    def has_activity(self, package: str, activity: str) -> bool: ...  # fully qualified
+    def input_method_state(self) -> tuple[bool, str, str]: ...  # shown, hint, package
+    def remove_task(self, task_id: int) -> bool: ...
+    def resolve_intent(self, intent: IntentQuery) -> list[ResolveInfo]: ...
+    def intent_args(self, info: ResolveInfo, intent: IntentQuery) -> dict[str, str]: ...
     def launch_package(self, package: str) -> bool: ...  # monkey -p PKG 1
     def force_stop(self, package: str) -> None: ...
     def clear_package(self, package: str) -> bool: ...
@@ -178,6 +272,11 @@ class AdbdBackend(Protocol):
     faults: Faults
     profile: LatencyProfile
 
-    async def run_shell(self, command: str, stdin: bytes = b"") -> ShellResult: ...
+    async def run_shell(self, command: str, stdin: bytes = b"",
+                        result: ShellResult | None = None) -> ShellResult:
+        """Run ``command``; with ``result``, fill that one (its log is watched while the
+        command runs) and return it."""
+        ...
+
     async def install_stream(self, data: bytes, args: list[str]) -> str: ...
     def framebuffer(self) -> tuple[int, int, bytes]: ...

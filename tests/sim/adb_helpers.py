@@ -110,9 +110,10 @@ class FakeBackend:
     installs: list[tuple[bytes, list[str]]] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
 
-    async def run_shell(self, command: str, stdin: bytes = b"") -> ShellResult:
+    async def run_shell(self, command: str, stdin: bytes = b"",
+                        result: ShellResult | None = None) -> ShellResult:
         self.commands.append(command)
-        result = ShellResult()
+        result = ShellResult() if result is None else result
         rc = 0
         for part in command.split(";"):
             part = part.replace("</dev/null", "")

@@ -7,6 +7,15 @@ exact output without depending on the real world's apps.
 from __future__ import annotations
 
 from farm.sim.faults import BatteryState
+from farm.sim.intents import (
+    ACTION_MAIN,
+    CATEGORY_DEFAULT,
+    CATEGORY_HOME,
+    IntentFilter,
+    IntentQuery,
+    ResolveInfo,
+    resolve,
+)
 from farm.sim.spec import ActivityRecord, LogBuffer, PackageInfo, StartResult
 
 LAUNCHER = "com.android.launcher3"
@@ -101,7 +110,27 @@ class FakeWorld:
     def activity_stack(self) -> list[ActivityRecord]:
         return list(self.stack)
 
-    def start_activity(self, component: str) -> StartResult:
+    def input_method_state(self) -> tuple[bool, str, str]:
+        return False, "", self.stack[0].package if self.stack else ""
+
+    def remove_task(self, task_id: int) -> bool:
+        before = len(self.stack)
+        self.stack = [r for r in self.stack if r.task_id != task_id]
+        return len(self.stack) != before
+
+    def has_activity(self, package: str, activity: str) -> bool:
+        info = self._pkgs.get(package)
+        return info is not None and info.launcher_activity == activity
+
+    def resolve_intent(self, intent: IntentQuery) -> list[ResolveInfo]:
+        filters = [(LAUNCHER, "Launcher", IntentFilter(
+            "com.android.launcher3.Launcher", (ACTION_MAIN,), (CATEGORY_HOME, CATEGORY_DEFAULT)))]
+        return resolve(filters, intent)
+
+    def intent_args(self, info: ResolveInfo, intent: IntentQuery) -> dict[str, str]:
+        return {}
+
+    def start_activity(self, component: str, args: dict[str, str] | None = None) -> StartResult:
         pkg, _, cls = component.partition("/")
         full = pkg + cls if cls.startswith(".") else cls
         info = self._pkgs.get(pkg)

@@ -559,7 +559,8 @@ async def test_stop_leaves_no_tasks(backend: FakeBackend) -> None:
 
 async def test_backend_crash_becomes_exit_255(client: RawAdbClient, backend: FakeBackend,
                                               caplog: pytest.LogCaptureFixture) -> None:
-    async def boom(command: str, stdin: bytes = b"") -> ShellResult:
+    async def boom(command: str, stdin: bytes = b"",
+                   result: ShellResult | None = None) -> ShellResult:
         raise RuntimeError("kaput")
 
     backend.run_shell = boom  # type: ignore[method-assign]

@@ -310,8 +310,9 @@ async def test_pm_list_path_clear(rig: Rig) -> None:
     assert (r.exit_code, r.stdout_bytes) == (1, b"")
     assert await rig.out("pm clear com.android.settings") == "Success\n"
     assert await rig.out("pm clear com.nope") == "Failed\n"
+    # printResolveInfo prints ComponentName.flattenToShortString()
     assert await rig.out("pm resolve-activity --brief com.android.settings | tail -n 1") == (
-        "com.android.settings/com.android.settings.Settings\n")
+        "com.android.settings/.Settings\n")
 
 
 # -- settings / svc ------------------------------------------------------------------

@@ -64,6 +64,20 @@ class Connection:
         self._maxdata = MAX_PAYLOAD
         self.closed = False
         self.host_banner = b""
+        self._reverse: dict[str, str] = {}  # adb reverse: local → remote, in order added
+        Connection._count += 1
+        # adbd names a TCP transport after its socket's fd ("host-19")
+        self._device_serial = f"host-{16 + Connection._count % 1000}"
+
+    _count = 0
+
+    @property
+    def reverse(self) -> dict[str, str]:
+        return self._reverse
+
+    @property
+    def device_serial(self) -> str:
+        return self._device_serial
 
     @property
     def maxdata(self) -> int:
@@ -174,6 +188,7 @@ class Connection:
 
     async def _on_connect(self, packet: Packet) -> None:
         self._reset_streams()  # handle_new_connection → handle_offline
+        self._reverse.clear()  # a new transport starts without reverse forwards
         self.host_banner = packet.payload
         self.version = max(min(packet.arg0, A_VERSION), 0)
         self._maxdata = max(MAX_PAYLOAD_V1, min(packet.arg1, MAX_PAYLOAD))
@@ -198,7 +213,7 @@ class Connection:
         if remote_id == 0 or packet.arg1 != 0:
             return
         service = packet.payload.rstrip(b"\0").decode("utf-8", "replace")
-        handler = resolve_service(service)
+        handler = resolve_service(service, self.backend)
         if handler is None or len(self._streams) >= MAX_STREAMS:
             await self.send(A_CLSE, 0, remote_id)
             return

@@ -11,6 +11,12 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 
 from farm.sim.adbd.shell_service import exec_service, shell_service
+from farm.sim.adbd.socket_service import (
+    SOCKET_KINDS,
+    listener_for,
+    reverse_service,
+    socket_service,
+)
 from farm.sim.adbd.stream import Stream
 from farm.sim.adbd.sync_service import sync_service
 from farm.sim.spec import AdbdBackend
@@ -39,8 +45,13 @@ async def framebuffer_service(stream: Stream, backend: AdbdBackend) -> None:
     await stream.write((header, pixels))
 
 
-def resolve_service(service: str) -> Handler | None:
-    """The handler for an OPEN payload (trailing NULs already stripped), or None."""
+def resolve_service(service: str, backend: AdbdBackend | None = None) -> Handler | None:
+    """The handler for an OPEN payload (trailing NULs already stripped), or None (the
+    connection then refuses the OPEN with a bare CLSE, as adbd does).
+
+    Socket services (``tcp:``, ``localabstract:`` …) resolve only when a sim-side
+    service listens there (``backend.listeners``).
+    """
     name, colon, rest = service.partition(":")
     if not colon:
         return partial(reply_text, "done") if service == "reconnect" else None
@@ -64,4 +75,9 @@ def resolve_service(service: str) -> Handler | None:
         return reply_nothing
     if name == "reconnect":
         return partial(reply_text, "done")
+    if name == "reverse":
+        return partial(reverse_service, rest)
+    if name in SOCKET_KINDS:
+        listener = listener_for(service, backend) if backend is not None else None
+        return partial(socket_service, listener) if listener is not None else None
     return None

@@ -1,20 +1,24 @@
 """``shell[,args]:cmd`` (v1 raw and the v2 shell protocol) and ``exec:cmd``.
 
-The backend runs the whole command line and returns its output at once; latency
-profiles are applied there. Host stdin is acknowledged and dropped (nothing the
-host tools, adbutils or DistRL run needs it), except for a streamed
-``cmd package install … -S N`` whose N bytes are the APK.
+The backend runs the command line and writes its output into a ``ShellResult`` whose
+log records stdout and stderr in write order; this layer relays that log while the
+command runs (v1/``exec:`` merged raw, v2 one packet per write), as adbd relays its
+subprocess's pipes. Latency profiles are applied in the backend. Host stdin is
+acknowledged and dropped (nothing the host tools, adbutils or DistRL run needs it),
+except for a streamed ``cmd package install … -S N`` whose N bytes are the APK.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import shlex
 import struct
+from collections.abc import Callable, Iterable
 
 from farm.sim.adbd.packets import Buffer
 from farm.sim.adbd.stream import Stream
-from farm.sim.spec import AdbdBackend, ShellResult
+from farm.sim.spec import STDERR, AdbdBackend, Chunk, ShellResult
 
 log = logging.getLogger(__name__)
 
@@ -32,32 +36,103 @@ INSTALL_READ = 1 << 20
 
 
 def v2_packets(result: ShellResult) -> list[Buffer]:
-    """stdout/stderr packets and the exit packet; big chunks are referenced, not copied."""
-    parts: list[Buffer] = []
-    for ident, chunks in ((ID_STDOUT, result.stdout), (ID_STDERR, result.stderr)):
-        for chunk in chunks:
-            size = chunk.nbytes if isinstance(chunk, memoryview) else len(chunk)
-            if size:
-                parts.append(SHELL_HEADER.pack(ident, size))
-                parts.append(chunk)
-    parts.append(SHELL_HEADER.pack(ID_EXIT, 1) + bytes((result.exit_code & 0xFF,)))
+    """stdout/stderr packets in write order and the exit packet; chunks are referenced."""
+    parts = v2_output(result.log.events)
+    parts.append(v2_exit(result.exit_code))
     return parts
 
 
+def v2_output(events: Iterable[tuple[int, Chunk]]) -> list[Buffer]:
+    """One stdout/stderr packet per chunk written; big chunks are referenced, not copied."""
+    parts: list[Buffer] = []
+    for fd, chunk in events:
+        size = chunk.nbytes if isinstance(chunk, memoryview) else len(chunk)
+        if size:
+            parts.append(SHELL_HEADER.pack(ID_STDERR if fd == STDERR else ID_STDOUT, size))
+            parts.append(chunk)
+    return parts
+
+
+def v2_exit(code: int) -> bytes:
+    return SHELL_HEADER.pack(ID_EXIT, 1) + bytes((code & 0xFF,))
+
+
 def v1_output(result: ShellResult) -> list[Buffer]:
-    """stdout then stderr, merged and raw (no \\r translation)."""
-    return [*result.stdout, *result.stderr]
+    """stdout and stderr merged in the order written, raw (no \\r translation)."""
+    return list(result.merged)
 
 
-async def _run(backend: AdbdBackend, command: str) -> ShellResult:
+def _v1_events(events: Iterable[tuple[int, Chunk]]) -> list[Buffer]:
+    return [chunk for _fd, chunk in events]
+
+
+async def _run(backend: AdbdBackend, command: str, result: ShellResult) -> ShellResult:
     """The backend's result; a crash in the phone becomes stderr + exit 255, not silence."""
     try:
-        return await backend.run_shell(command)
+        return await backend.run_shell(command, result=result)
     except Exception as exc:
         log.exception("adbd: run_shell(%r) failed", command[:200])
-        result = ShellResult(exit_code=255)
         result.err(f"adbd(sim): internal error: {type(exc).__name__}: {exc}\n")
+        result.exit_code = 255
         return result
+
+
+class _Relay:
+    """Sends a command's output while it runs, as adbd relays its subprocess's pipes.
+
+    Each write wakes a drain task (at most one at a time); the drain sends everything
+    written so far in one batch. A command that never yields therefore goes out in one
+    batch after it ends, exactly as before; one that sleeps or pays latency has what it
+    wrote so far on the wire first.
+    """
+
+    def __init__(self, stream: Stream, result: ShellResult,
+                 encode: Callable[[Iterable[tuple[int, Chunk]]], list[Buffer]]) -> None:
+        self.stream = stream
+        self.events = result.log.events
+        self.encode = encode
+        self.sent = 0
+        self.task: asyncio.Task[None] | None = None
+        result.log.on_write = self._wake
+
+    def _wake(self) -> None:
+        if self.task is None and not self.stream.closed:
+            self.task = asyncio.get_running_loop().create_task(self._drain())
+
+    async def _drain(self) -> None:
+        try:
+            while self.sent < len(self.events) and not self.stream.closed:
+                batch = self.events[self.sent:]
+                self.sent += len(batch)
+                if not await self.stream.write(self.encode(batch)):
+                    return
+        finally:
+            self.task = None
+
+    async def finish(self) -> bool:
+        """Wait for the drain, then send what is left; False if the stream closed."""
+        while self.task is not None:
+            await asyncio.shield(self.task)
+        await self._drain()
+        return not self.stream.closed
+
+    def cancel(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+
+
+async def _relay_command(backend: AdbdBackend, command: str, stream: Stream,
+                         v2: bool) -> None:
+    result = ShellResult()
+    relay = _Relay(stream, result, v2_output if v2 else _v1_events)
+    try:
+        await _run(backend, command, result)
+        result.log.on_write = None
+        if await relay.finish() and v2:
+            await stream.write((v2_exit(result.exit_code),))
+    finally:
+        result.log.on_write = None
+        relay.cancel()
 
 
 async def shell_service(args: list[str], command: str, stream: Stream,
@@ -70,10 +145,7 @@ async def shell_service(args: list[str], command: str, stream: Stream,
         if v2:
             await stream.write(v2_packets(ShellResult()))
         return
-    result = await _run(backend, command)
-    if stream.closed:
-        return
-    await stream.write(v2_packets(result) if v2 else v1_output(result))
+    await _relay_command(backend, command, stream, v2)
 
 
 def _streamed_install_size(command: str) -> tuple[list[str], str | None] | None:
@@ -96,10 +168,7 @@ async def exec_service(command: str, stream: Stream, backend: AdbdBackend) -> No
         await _streamed_install(install[0], install[1], stream, backend)
         return
     stream.discard_input = True
-    result = await _run(backend, command)
-    if stream.closed:
-        return
-    await stream.write(v1_output(result))
+    await _relay_command(backend, command, stream, v2=False)
 
 
 async def _streamed_install(args: list[str], size_text: str | None, stream: Stream,

@@ -24,6 +24,12 @@ class Link(Protocol):
     @property
     def maxdata(self) -> int: ...
 
+    @property
+    def reverse(self) -> dict[str, str]: ...  # this host's ``adb reverse`` forwards
+
+    @property
+    def device_serial(self) -> str: ...  # the name adbd gives this host's transport
+
     async def send(self, command: int, arg0: int, arg1: int,
                    parts: Sequence[Buffer] = ()) -> bool: ...
 

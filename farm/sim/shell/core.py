@@ -44,8 +44,12 @@ class Shell:
         self._next_pid = 5000 + (self._next_pid - 4999) % 25000
         return Session(self.phone, dict(self._env), pid=self._next_pid)
 
-    async def run(self, command: str, stdin: bytes = b"") -> ShellResult:
-        result = ShellResult()
+    async def run(self, command: str, stdin: bytes = b"",
+                  result: ShellResult | None = None) -> ShellResult:
+        """Run one command line; output goes into ``result`` (a new one by default) as it
+        is written, so a caller watching ``result.log`` can relay it while this runs."""
+        if result is None:
+            result = ShellResult()
         session = self._session()
         try:
             try:

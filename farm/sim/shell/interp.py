@@ -12,7 +12,8 @@ import fnmatch
 import logging
 import posixpath
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from farm.sim.profiles import CommandKind
 from farm.sim.shell.commands.registry import REGISTRY, Handler, lookup
@@ -253,6 +254,61 @@ def _route(chunks: Sequence[bytes | memoryview], target: Target, session: Sessio
             err.append(enc(f"{SH}: write error: {e.strerror}\n"))
 
 
+class _Forward(list[Any]):
+    """A write-through sink: each chunk goes to its redirect target as it is written.
+
+    Commands only ever append to their sinks, so routing at write time (rather than
+    when the command ends) keeps ``2>&1`` interleaved and lets output stream out.
+    """
+
+    __slots__ = ("_put",)
+
+    def __init__(self, put: Callable[[bytes | memoryview], None]) -> None:
+        super().__init__()
+        self._put = put
+
+    def append(self, chunk: bytes | memoryview) -> None:
+        self._put(chunk)
+
+    def extend(self, chunks: Iterable[bytes | memoryview]) -> None:
+        for chunk in chunks:
+            self._put(chunk)
+
+
+def _drop(_chunk: bytes | memoryview) -> None:
+    pass
+
+
+def _sink(target: Target, session: Session, out: Sink, err: list[bytes]) -> list[Any]:
+    """Where one redirected fd writes: the caller's stdout/stderr, nowhere, or a file."""
+    kind = target[0]
+    if kind == "o":
+        return out
+    if kind == "e":
+        return err
+    if kind == "n":
+        return _Forward(_drop)
+    path = target[1]
+    vfs = session.phone.vfs
+
+    def to_file(chunk: bytes | memoryview) -> None:
+        try:
+            vfs.write(path, bytes(chunk), append=True)
+        except OSError as e:
+            err.append(enc(f"{SH}: write error: {e.strerror}\n"))
+
+    return _Forward(to_file)
+
+
+def _sinks(fds: dict[int, Target], session: Session, out: Sink,
+           err: list[bytes]) -> tuple[Sink, list[bytes]]:
+    """stdout and stderr sinks for a command whose fds 1 and 2 were redirected."""
+    pout, perr = _sink(fds[1], session, out, err), _sink(fds[2], session, out, err)
+    if fds[1][0] == "e":  # stdout into stderr: stderr holds bytes only
+        pout = _Forward(lambda c: err.append(bytes(c)))
+    return pout, perr
+
+
 # -- execution -----------------------------------------------------------------------
 async def run_script(script: tuple[AndOr, ...], session: Session, stdin: bytes, out: Sink,
                      err: list[bytes]) -> int:
@@ -329,12 +385,8 @@ async def _run_command(cmd: SimpleCommand | Group, session: Session, stdin: byte
         await pay_latency(session, CommandKind.SHELL)
     if fds is None:  # the common case: write straight into the caller's sinks
         return await _call(handler, Proc(session, argv, stdin, out, err))
-    pout: Sink = []
-    perr: list[bytes] = []
-    code = await _call(handler, Proc(session, argv, stdin, pout, perr))
-    _route(pout, fds[1], session, out, err)
-    _route(perr, fds[2], session, out, err)
-    return code
+    pout, perr = _sinks(fds, session, out, err)
+    return await _call(handler, Proc(session, argv, stdin, pout, perr))
 
 
 async def _call(handler: Handler, proc: Proc) -> int:
@@ -358,14 +410,11 @@ async def _run_group(g: Group, session: Session, stdin: bytes, out: Sink,
         err.append(enc(f"{SH}: subshell nesting too deep\n"))
         return 2
     sub = session.subshell()
-    pout: Sink = []
-    perr: list[bytes] = []
+    pout, perr = _sinks(fds, session, out, err)
     try:
         code = await run_script(g.body, sub, stdin, pout, perr)
     except ExitShell as e:
         code = e.code & 0xFF
-    _route(pout, fds[1], session, out, err)
-    _route(perr, fds[2], session, out, err)
     return code
 
 

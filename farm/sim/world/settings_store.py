@@ -10,14 +10,17 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
+from farm.sim.world.settings_defaults import DEFAULTS
+
 NAMESPACES = ("system", "secure", "global")
 
 IME_ID = "com.google.android.inputmethod.latin/com.android.inputmethod.latin.LatinIME"
 
 
 def default_settings(device_name: str, rng: random.Random) -> dict[str, dict[str, str]]:
-    """Values as a freshly set-up Android 14 phone reports them."""
-    return {
+    """Values as a freshly set-up Android 14 phone reports them: the keys the sim's UI
+    uses (below) over the rest of AOSP's defaults (``settings_defaults``)."""
+    own = {
         "global": {
             "adb_enabled": "1",
             "airplane_mode_on": "0",
@@ -61,6 +64,7 @@ def default_settings(device_name: str, rng: random.Random) -> dict[str, dict[str
             "user_setup_complete": "1",
         },
     }
+    return {ns: {**DEFAULTS[ns], **values} for ns, values in own.items()}
 
 
 class SettingsStore:

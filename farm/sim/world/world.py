@@ -15,6 +15,7 @@ import zlib
 from collections.abc import Callable
 
 from farm.sim.faults import Faults
+from farm.sim.intents import IntentQuery, ResolveInfo, resolve
 from farm.sim.spec import (
     ActivityRecord,
     LogBuffer,
@@ -470,7 +471,14 @@ class World:
     def activity_stack(self) -> list[ActivityRecord]:
         return self.stack.records()
 
-    def start_activity(self, component: str) -> StartResult:
+    def start_activity(self, component: str,
+                       args: dict[str, str] | None = None) -> StartResult:
+        """``am start -n``; ``args`` carry a resolved implicit intent's data to the app.
+
+        An intent with data that reaches a running instance is delivered to it
+        (``delivered_to_top``), as ``onNewIntent`` would; without data the task is
+        only brought to the front.
+        """
         pkg, sep, cls = component.partition("/")
         if not sep or not pkg or not cls:
             return StartResult("no_such_activity", component)
@@ -483,19 +491,23 @@ class World:
         if app is None or resolved is None:
             return StartResult("no_such_activity", component, pkg, full)
         self._touch()
+        if args:
+            app.on_intent(resolved, args)
         if pkg == HOME_PKG:
             front = self.stack.front()
             was_front = front is not None and front.affinity == HOME_PKG
             self.go_home()
-            return StartResult("brought_to_front" if was_front else "ok", component, pkg, full)
+            outcome = "delivered_to_top" if args is not None else "brought_to_front"
+            return StartResult(outcome if was_front else "ok", component, pkg, full)
         task = self.stack.task_for(pkg)
         if task is not None and task.root is not None and task.root.activity.name == resolved:
             self.stack.to_front(task)
             self._after_switch()
-            return StartResult("brought_to_front", component, pkg, resolved)
+            outcome = "delivered_to_top" if args else "brought_to_front"
+            return StartResult(outcome, component, pkg, resolved)
         self._log_start(f"flg=0x10000000 cmp={short_component(pkg, resolved)}", 2000)
         self._start_process(pkg, resolved)
-        act = app.create(resolved, {})
+        act = app.create(resolved, dict(args or {}))
         if task is not None:
             self.stack.push(task, act)
             self.stack.to_front(task)
@@ -503,6 +515,41 @@ class World:
             self.stack.new_task(pkg, act)
         self._after_switch()
         return StartResult("ok", component, pkg, resolved)
+
+    def input_method_state(self) -> tuple[bool, str, str]:
+        """(keyboard shown, focused field's hint, its package) for ``dumpsys input_method``."""
+        self._ensure()
+        field = self._focused_field()
+        top = self.stack.top()
+        pkg = top.activity.package if top is not None else ""
+        return self._ime, field.hint if field is not None else "", pkg
+
+    def remove_task(self, task_id: int) -> bool:
+        """``am stack remove`` / swiping a card away in recents: the task is gone."""
+        for task in self.stack.tasks:
+            if task.task_id == task_id:
+                if task.affinity == HOME_PKG:
+                    return True  # the home task is never removed
+                self.stack.remove(task)
+                self._ensure_home(front=self.stack.front() is None)
+                self._after_switch()
+                return True
+        return False
+
+    def has_activity(self, package: str, activity: str) -> bool:
+        app = self._apps.get(package)
+        return app is not None and (app.resolve(activity) is not None
+                                    or getattr(app, "home_activity", None) == activity)
+
+    def resolve_intent(self, intent: IntentQuery) -> list[ResolveInfo]:
+        """Activities an implicit intent reaches, best first (``resolve-activity``)."""
+        filters = [(app.package, app.label, f) for app in self._apps.values()
+                   for f in app.intent_filters]
+        return resolve(filters, intent)
+
+    def intent_args(self, info: ResolveInfo, intent: IntentQuery) -> dict[str, str]:
+        app = self._apps.get(info.package)
+        return app.intent_args(info.activity, intent) if app is not None else {}
 
     def launch_package(self, package: str) -> bool:
         app = self._apps.get(package)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
+from farm.sim.intents import IntentQuery
 from farm.sim.profiles import CommandKind
 from farm.sim.shell.commands.names import (
     full_class,
@@ -49,7 +51,7 @@ class Intent:
         if self.categories:
             parts.append(f"cat=[{','.join(self.categories)}]")
         if self.data:
-            parts.append(f"dat={self.data}")
+            parts.append(f"dat={safe_uri(self.data)}")
         if self.mime:
             parts.append(f"typ={self.mime}")
         if self.flags:
@@ -62,6 +64,32 @@ class Intent:
         if self.extras:
             parts.append("(has extras)")
         return "Intent { " + " ".join(parts) + " }"
+
+
+_LAUNCH_CATEGORIES = {"android.intent.category.LAUNCHER", "android.intent.category.DEFAULT"}
+_REDACTED_SCHEMES = ("tel", "sip", "sms", "smsto", "mailto", "nfc")
+_HOST_ONLY_SCHEMES = ("http", "https", "ftp", "rtsp")
+
+
+def safe_uri(data: str) -> str:
+    """Uri.toSafeString, what Intent.toString prints for ``dat=``: phone numbers and
+    addresses masked, web URLs cut to their host."""
+    scheme, colon, ssp = data.partition(":")
+    if not colon or "/" in scheme:
+        return data
+    ssp = ssp.partition("#")[0]
+    low = scheme.lower()
+    if low in _REDACTED_SCHEMES:
+        return scheme + ":" + "".join(c if c in "-@." else "x" for c in ssp)
+    if low in _HOST_ONLY_SCHEMES:
+        parts = urlsplit(data)
+        host = parts.hostname or ""
+        try:
+            port = f":{parts.port}" if parts.port is not None else ""
+        except ValueError:
+            port = ""
+        return f"{scheme}://{host}{port}/..."
+    return f"{scheme}:{ssp}"
 
 
 def parse_intent(args: Sequence[str]) -> Intent:
@@ -111,21 +139,41 @@ def _am_kind(argv: Sequence[str]) -> CommandKind:
     return CommandKind.SHELL
 
 
+def query_of(it: Intent) -> IntentQuery:
+    return IntentQuery(it.action, tuple(it.categories), it.data, it.mime, it.package)
+
+
+def _not_resolved(p: Proc, it: Intent) -> int:
+    flg = it.flags or "0x10000000"
+    unresolved = Intent(it.action, it.categories, it.data, it.mime, flg, it.package,
+                        extras=it.extras)
+    p.error(f"Error: Activity not started, unable to resolve {unresolved.short()}\n")
+    return 1
+
+
 async def am_start(p: Proc, args: list[str]) -> int:
     it = parse_intent(args)
     world = p.phone.world
     packages = {pk.name: pk for pk in world.packages()}
-    if not it.component and it.package in packages:
+    intent_args: dict[str, str] | None = None
+    shown = it.short()  # am prints the intent as given, before resolution
+    if not it.component and it.package in packages and not it.data and set(
+            it.categories) <= _LAUNCH_CATEGORIES:
         launcher = packages[it.package].launcher_activity
         if launcher and (not it.action or it.action == "android.intent.action.MAIN"):
             it.component = f"{it.package}/{launcher}"
+            shown = it.short()
     if not it.component:
-        p.write(f"Starting: {it.short()}\n")
-        flg = it.flags or "0x10000000"
-        unresolved = Intent(it.action, it.categories, it.data, it.mime, flg, it.package,
-                            extras=it.extras)
-        p.error(f"Error: Activity not started, unable to resolve {unresolved.short()}\n")
-        return 1
+        p.write(f"Starting: {shown}\n")
+        if not it.action and not it.data and not it.categories and not it.mime:
+            return _not_resolved(p, it)
+        query = query_of(it)
+        matches = world.resolve_intent(query)
+        if not matches:
+            return _not_resolved(p, it)
+        best = matches[0]
+        it.component = f"{best.package}/{best.activity}"
+        intent_args = world.intent_args(best, query)
     pkg, _, cls = it.component.partition("/")
     if not pkg or not cls:
         p.error(f"Exception occurred while executing 'start':\njava.lang.IllegalArgumentException:"
@@ -135,8 +183,9 @@ async def am_start(p: Proc, args: list[str]) -> int:
     if it.stop_first:
         world.force_stop(pkg)
         was_running = False
-    p.write(f"Starting: {it.short()}\n")
-    res = world.start_activity(it.component)
+    if intent_args is None:
+        p.write(f"Starting: {shown}\n")
+    res = world.start_activity(it.component, intent_args)
     if res.outcome == "no_such_activity":
         full = res.activity or full_class(pkg, cls)
         p.error(f"Error type 3\nError: Activity class {{{res.package or pkg}/{full}}} "
@@ -144,9 +193,13 @@ async def am_start(p: Proc, args: list[str]) -> int:
         return 1
     short = short_component(res.package or pkg, res.activity or cls)
     rng = p.phone.rng
-    if res.outcome == "brought_to_front":
-        p.write("Warning: Activity not started, its current task has been brought to the "
-                "front\n")
+    if res.outcome in ("brought_to_front", "delivered_to_top"):
+        if res.outcome == "brought_to_front":
+            p.write("Warning: Activity not started, its current task has been brought to the "
+                    "front\n")
+        else:
+            p.write("Warning: Activity not started, intent has been delivered to currently "
+                    "running top-most instance.\n")
         if it.wait:
             wait = rng.randint(3, 30)
             p.write(f"Status: ok\nLaunchState: UNKNOWN (0)\nActivity: {short}\n"
@@ -206,6 +259,16 @@ async def am(p: Proc) -> int:
         return 0
     if sub == "stack" and rest[:1] == ["list"]:
         return await _stack_list(p)
+    if sub in ("stack", "task") and rest[:1] == ["remove"]:
+        if len(rest) < 2 or not rest[1].isdigit():
+            p.error(f"Exception occurred while executing '{sub}':\n"
+                    "java.lang.NumberFormatException: For input string: \""
+                    f"{rest[1] if len(rest) > 1 else ''}\"\n")
+            return 255
+        world.remove_task(int(rest[1]))
+        return 0
+    if sub == "task" and rest[:1] == ["lock"]:
+        return 0
     if sub == "get-current-user":
         p.write("0\n")
         return 0
@@ -260,4 +323,5 @@ async def monkey(p: Proc) -> int:
     return 0
 
 
-__all__ = ["Intent", "am", "am_start", "ident_hash", "monkey", "parse_intent"]
+__all__ = ["Intent", "am", "am_start", "ident_hash", "monkey", "parse_intent", "query_of",
+           "safe_uri"]

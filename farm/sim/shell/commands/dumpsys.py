@@ -278,6 +278,45 @@ def _top(phone: Phone) -> list[str]:
     ]
 
 
+HOME_PACKAGE = "com.google.android.apps.nexuslauncher"
+
+
+def _recents(phone: Phone) -> list[str]:
+    """RecentTasks.dump: the launcher's recents component, then every task but home's,
+    most recent first, with the fields ``Task.dump`` starts with."""
+    stack = phone.world.activity_stack()
+    lines = ["ACTIVITY MANAGER RECENT TASKS (dumpsys activity recents)",
+             f"  mRecentsUid={uid_of(HOME_PACKAGE)}",
+             f"  mRecentsComponent=ComponentInfo{{{HOME_PACKAGE}/"
+             "com.android.quickstep.RecentsActivity}",
+             "  mFreezeTaskListReordering=false",
+             "  mFreezeTaskListReorderingPendingTimeout=false",
+             "  Recent tasks:"]
+    tasks = [t for t in _tasks(stack) if t[-1].package != HOME_PACKAGE]
+    for i, task in enumerate(tasks):
+        root, top = task[-1], task[0]
+        visible = str(stack[0].task_id == root.task_id).lower()
+        uid = uid_of(root.package)
+        comp = long_component(root.package, root.activity)
+        lines += [
+            f"  * Recent #{i}: Task{{{ident_hash('task', root.task_id)} #{root.task_id} "
+            f"type=standard A={uid}:{root.package} U=0 visible={visible} "
+            f"visibleRequested={visible} mode=fullscreen translucent=false sz={len(task)}}}",
+            f"    userId=0 effectiveUid=u0a{uid % 10000} mCallingUid=2000 "
+            "mUserSetupComplete=true mCallingPackage=com.android.shell "
+            "mCallingFeatureId=null",
+            f"    affinity={uid}:{root.package}",
+            "    intent={act=android.intent.action.MAIN cat=[android.intent.category.LAUNCHER] "
+            f"flg=0x10200000 cmp={short_component(root.package, root.activity)}}}",
+            f"    mActivityComponent={short_component(root.package, root.activity)}",
+            f"    realActivity={comp}",
+            f"    topActivity={short_component(top.package, top.activity)}",
+            "    rootWasReset=false mNeverRelinquishIdentity=true mReuseTask=false "
+            "mLockTaskAuth=LOCK_TASK_AUTH_PINNABLE",
+        ]
+    return lines
+
+
 def activity(phone: Phone, args: list[str]) -> tuple[str, int]:
     sub = args[0] if args else ""
     if sub == "top":
@@ -285,15 +324,37 @@ def activity(phone: Phone, args: list[str]) -> tuple[str, int]:
     elif sub in ("activities", "a", ""):
         lines = _activities(phone)
     elif sub in ("recents", "r"):
-        stack = phone.world.activity_stack()
-        lines = ["ACTIVITY MANAGER RECENT TASKS (dumpsys activity recents)", "  Recent tasks:"]
-        for i, task in enumerate(_tasks(stack)):
-            lines.append(f"  * Recent #{i}: Task{{{ident_hash('task', task[0].task_id)} "
-                         f"#{task[0].task_id} type=standard A={uid_of(task[0].package)}:"
-                         f"{task[0].package}}}")
+        lines = _recents(phone)
     else:
         lines = []
     return ("\n".join(lines) + "\n") if lines else "", 0
+
+
+def input_method(phone: Phone, args: list[str]) -> tuple[str, int]:
+    """InputMethodManagerService.dump: the lines tools read (mInputShown, the focused
+    editor's hintText/packageName) in their usual places."""
+    shown, hint, pkg = phone.world.input_method_state()
+    ime = phone.world.settings.get("secure", "default_input_method") or ""
+    on = str(shown).lower()
+    lines = [
+        "Current Input Method Manager state:",
+        f"  mCurMethodId={ime}",
+        f"  mCurId={ime} mHaveConnection=true mBoundToMethod=true mVisibleBound={on}",
+        "  mCurTokenDisplayId=0",
+        f"  mCurIntent=Intent {{ act=android.view.InputMethod cmp={ime} }}",
+        f"  mShowRequested={on} mShowExplicitlyRequested=false mShowForced=false "
+        f"mInputShown={on}",
+        "  mInFullscreenMode=false",
+        "  mSystemReady=true mInteractive=true",
+        "  mCurEditorInfo:",
+        "    inputType=0x1 imeOptions=0x12000003 privateImeOptions=null",
+        "    actionLabel=null actionId=0",
+        "    initialSelStart=0 initialSelEnd=0 initialCapsMode=0x0",
+        f"    hintText={hint or 'null'} label=null",
+        f"    packageName={pkg} fieldId=-1 fieldName=null",
+        "    extras=null",
+    ]
+    return "\n".join(lines) + "\n", 0
 
 
 # -- display / input / power ---------------------------------------------------------
@@ -516,6 +577,7 @@ SERVICES: dict[str, Service] = {
     "battery": battery,
     "window": window,
     "activity": activity,
+    "input_method": input_method,
     "display": display,
     "input": input_,
     "power": power,

@@ -242,14 +242,80 @@ async def accept(p: Proc) -> int:
     return 0
 
 
+def _owner(path: str, s: Stat) -> tuple[str, int]:
+    """Who owns a path, as ``ls -l`` shows it (files the shell made are shell's)."""
+    if path.startswith(("/sdcard", "/storage")):
+        return "root", 0
+    return ("root", 0) if s.is_dir else ("shell", 2000)
+
+
+def _stat_format(fmt: str, shown: str, path: str, s: Stat) -> str:
+    """``stat -c``: toybox's %-sequences (unknown ones are printed as ``?``)."""
+    owner, uid = _owner(path, s)
+    group, gid = ("everybody", 9997) if path.startswith(("/sdcard", "/storage")) else (
+        owner, uid)
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(s.mtime)) + ".000000000 +0000"
+    kind = "directory" if s.is_dir else ("regular file" if s.size else "regular empty file")
+    table = {
+        "n": shown, "N": f"'{shown}'", "s": str(s.size), "a": f"{s.mode & 0o7777:o}",
+        "A": _mode_string(s), "F": kind, "U": owner, "G": group, "u": str(uid),
+        "g": str(gid), "i": str(s.ino), "h": "2" if s.is_dir else "1",
+        "b": str((s.size + 511) // 512), "B": "512", "o": "4096", "Y": str(s.mtime),
+        "X": str(s.mtime), "Z": str(s.mtime), "y": when, "x": when, "z": when, "t": "0",
+        "T": "0", "d": "64821", "D": "fd35", "f": f"{s.mode:x}", "%": "%",
+    }
+    out: list[str] = []
+    i = 0
+    while i < len(fmt):
+        c = fmt[i]
+        if c == "%" and i + 1 < len(fmt):
+            out.append(table.get(fmt[i + 1], "?"))
+            i += 2
+            continue
+        if c == "\\" and i + 1 < len(fmt):
+            out.append({"n": "\n", "t": "\t", "\\": "\\"}.get(fmt[i + 1], fmt[i + 1]))
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 @command("stat")
 async def stat_cmd(p: Proc) -> int:
     code = 0
-    for f in [a for a in p.args if not a.startswith("-")]:
-        s = p.phone.vfs.stat(p.path(f))
+    fmt: str | None = None
+    names: list[str] = []
+    args = p.args
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-c", "--format") and i + 1 < len(args):
+            fmt = args[i + 1]
+            i += 2
+            continue
+        if a.startswith("-c") and len(a) > 2:
+            fmt = a[2:]
+        elif a.startswith("--format="):
+            fmt = a[len("--format="):]
+        elif a == "-c":
+            p.error("stat: -c needs 1 arg\n")
+            return 1
+        elif not a.startswith("-"):
+            names.append(a)
+        i += 1
+    if not names:
+        p.error("stat: Need 1 argument\n")
+        return 1
+    for f in names:
+        path = p.path(f)
+        s = p.phone.vfs.stat(path)
         if s is None:
             p.error(f"stat: '{f}': No such file or directory\n")
             code = 1
+            continue
+        if fmt is not None:
+            p.write(_stat_format(fmt, f, path, s) + "\n")
             continue
         kind = "directory" if s.is_dir else "regular file"
         p.write(f"  File: {f}\n  Size: {s.size}\t Blocks: {(s.size + 511) // 512}\t "

@@ -6,7 +6,6 @@ import asyncio
 import re
 import time
 
-from farm.sim.shell.commands.names import pid_of
 from farm.sim.shell.commands.registry import command, lookup
 from farm.sim.shell.context import Proc
 
@@ -113,17 +112,6 @@ async def which(p: Proc) -> int:
         else:
             code = 1
     return code
-
-
-@command("pidof")
-async def pidof(p: Proc) -> int:
-    world = p.phone.world
-    running = {r.package for r in world.activity_stack()}
-    pids = [str(pid_of(n, world)) for n in p.args if n in running]
-    if not pids:
-        return 1
-    p.write(" ".join(pids) + "\n")
-    return 0
 
 
 @command("uptime")

@@ -7,12 +7,15 @@ import contextlib
 import posixpath
 from collections.abc import Sequence
 
+from farm.sim.intents import MATCH_ADJUSTMENT_NORMAL, MATCH_EMPTY, ResolveInfo
 from farm.sim.profiles import CommandKind
 from farm.sim.shell.apk import ApkError, parse_apk
+from farm.sim.shell.commands.am import parse_intent, query_of
 from farm.sim.shell.commands.dumpsys import package as dumpsys_package
-from farm.sim.shell.commands.names import full_class, uid_of
+from farm.sim.shell.commands.names import full_class, short_component, split_component, uid_of
 from farm.sim.shell.commands.registry import command
 from farm.sim.shell.context import InstalledMeta, InstallSession, Phone, Proc
+from farm.sim.spec import PackageInfo
 
 USAGE = """Package manager (package) commands:
   help
@@ -209,6 +212,72 @@ async def pm(p: Proc) -> int:
     return await package_command(p, p.args)
 
 
+def _resolve_activity(p: Proc, sub: str, rest: list[str], pkgs: dict[str, PackageInfo]) -> int:
+    """``resolve-activity [--brief] [--components] INTENT`` and ``query-activities``.
+
+    The intent is parsed as ``am`` parses it; a bare package name is an intent limited
+    to that package, which resolves to its launcher activity (what ``pm`` callers use
+    it for). Formats follow ``printResolveInfo``: ``--brief`` is the ResolveInfo line and
+    the short component, ``--components`` the component alone.
+    """
+    brief = "--brief" in rest
+    components = "--components" in rest
+    it = parse_intent([a for a in rest if a not in ("--brief", "--components")])
+    world = p.phone.world
+    found: list[ResolveInfo] = []
+    if it.component:
+        pkg, cls = split_component(it.component)
+        info = pkgs.get(pkg)
+        if info is not None and world.has_activity(pkg, cls):
+            found = [ResolveInfo(pkg, cls, 0, label=info.label)]
+    elif it.package and not (it.action or it.data or it.categories or it.mime):
+        info = pkgs.get(it.package)
+        if info is not None and info.launcher_activity:
+            cls = full_class(info.name, info.launcher_activity)
+            found = [ResolveInfo(info.name, cls, MATCH_EMPTY + MATCH_ADJUSTMENT_NORMAL,
+                                 label=info.label)]
+    elif it.action or it.data or it.categories or it.mime:
+        found = world.resolve_intent(query_of(it))
+    if sub == "query-activities":
+        if not found:
+            p.write("No activities found\n")
+            return 0
+        if not (brief or components):
+            p.write(f"{len(found)} activities found:\n")
+        for i, r in enumerate(found):
+            if not (brief or components):
+                p.write(f"  Activity #{i}:\n")
+            _print_resolve_info(p, r, brief, components, "    " if not (
+                brief or components) else "")
+        return 0
+    if not found:
+        p.write("No activity found\n")
+        return 0
+    if len(found) > 1 and found[0].priority == found[1].priority:
+        # several equally good matches and no preferred one: the chooser resolves it
+        found = [ResolveInfo("android", "com.android.internal.app.ResolverActivity", 0,
+                             is_default=False, label="Android System")]
+    _print_resolve_info(p, found[0], brief, components, "")
+    return 0
+
+
+def _print_resolve_info(p: Proc, r: ResolveInfo, brief: bool, components: bool,
+                        prefix: str) -> None:
+    comp = short_component(r.package, r.activity)
+    if brief or components:
+        if not components:
+            p.write(f"{prefix}priority={r.priority} preferredOrder=0 match=0x{r.match:x} "
+                    f"specificIndex=-1 isDefault={str(r.is_default).lower()}\n")
+        p.write(f"{prefix}{comp}\n")
+        return
+    p.write(f"{prefix}priority={r.priority} preferredOrder=0 match=0x{r.match:x} "
+            f"specificIndex=-1 isDefault={str(r.is_default).lower()}\n"
+            f"{prefix}ActivityInfo:\n"
+            f"{prefix}  name={r.activity}\n"
+            f"{prefix}  packageName={r.package}\n"
+            f"{prefix}  enabled=true exported=true directBootAware=false\n")
+
+
 async def package_command(p: Proc, args: list[str]) -> int:
     """Shared by ``pm …`` and ``cmd package …``."""
     if not args or args[0] in ("help", "-h"):
@@ -258,19 +327,8 @@ async def package_command(p: Proc, args: list[str]) -> int:
                     f"java.lang.IllegalArgumentException: Unknown package: {pos[0]}\n")
             return 255
         return 0
-    if sub == "resolve-activity":
-        target = pos[-1] if pos else ""
-        info = pkgs.get(target)
-        if info is None or not info.launcher_activity:
-            p.write("No activity found\n")
-            return 0
-        cls = full_class(info.name, info.launcher_activity)
-        if "--brief" in rest:
-            p.write("priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 "
-                    f"isDefault=true\n{info.name}/{cls}\n")
-        else:
-            p.write(f"Activity:\n  name={cls}\n  packageName={info.name}\n  enabled=true\n")
-        return 0
+    if sub in ("resolve-activity", "query-activities"):
+        return _resolve_activity(p, sub, rest, pkgs)
     if sub == "dump":
         text, _ = dumpsys_package(p.phone, pos[:1])
         p.write(text)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import ClassVar, Protocol
 
 from farm.sim.faults import BatteryState
+from farm.sim.intents import IntentFilter, IntentQuery
 from farm.sim.spec import PackageInfo, PhoneSpec
 from farm.sim.vfs import VirtualFS
 from farm.sim.world.settings_store import SettingsStore
@@ -105,6 +106,8 @@ class App:
     icon_color: ClassVar[str] = "#5f6368"
     # fully qualified activity class → Activity subclass
     activities: ClassVar[dict[str, type[Activity]]] = {}
+    # what its manifest would declare: implicit intents that reach its activities
+    intent_filters: ClassVar[tuple[IntentFilter, ...]] = ()
 
     def __init__(self, host: Host) -> None:
         self.host = host
@@ -119,6 +122,13 @@ class App:
 
     def create(self, activity: str, args: dict[str, str]) -> Activity:
         return self.activities[activity](self, self.host, activity, args)
+
+    def intent_args(self, activity: str, intent: IntentQuery) -> dict[str, str]:
+        """What a resolved implicit intent tells the activity (its data, as args)."""
+        return {}
+
+    def on_intent(self, activity: str, args: dict[str, str]) -> None:
+        """An intent with ``args`` reaches ``activity`` (new or already running)."""
 
     def info(self) -> PackageInfo:
         return PackageInfo(name=self.package, apk_path=self.apk_path, system=self.system,

@@ -14,6 +14,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 from urllib.parse import parse_qsl, quote_plus, urlsplit
 
+from farm.sim.intents import (
+    ACTION_VIEW,
+    CATEGORY_BROWSABLE,
+    CATEGORY_DEFAULT,
+    IntentFilter,
+    IntentQuery,
+)
 from farm.sim.world import widgets as w
 from farm.sim.world.apps import browser_corpus as corpus
 from farm.sim.world.apps import kit
@@ -432,6 +439,23 @@ class Chrome(App):
     icon = "chrome"
     icon_color = "#ffffff"
     activities: ClassVar[dict[str, type[Activity]]] = {MAIN: ChromeActivity}
+    intent_filters = (
+        IntentFilter(MAIN, (ACTION_VIEW,), (CATEGORY_DEFAULT, CATEGORY_BROWSABLE),
+                     schemes=("http", "https")),
+        IntentFilter(MAIN, ("android.intent.action.WEB_SEARCH",)),
+    )
+
+    def intent_args(self, activity: str, intent: IntentQuery) -> dict[str, str]:
+        return {"url": intent.data} if intent.data else {}
+
+    def on_intent(self, activity: str, args: dict[str, str]) -> None:
+        """A VIEW intent opens its URL in the tab (``am start -a VIEW -d URL``)."""
+        url = args.get("url")
+        if url:
+            st = self.host.store
+            offline = st.get_bool("global", "airplane_mode_on") and not st.get_bool(
+                "global", "wifi_on")
+            self.navigate(resolve(url, offline))
 
     def reset(self) -> None:
         self.tab: list[Page] = [NTP]

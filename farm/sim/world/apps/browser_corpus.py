@@ -327,8 +327,9 @@ _STOP = {"the", "a", "an", "of", "in", "on", "for", "to", "and", "is", "how", "w
 
 
 def lookup(url: str) -> Article | None:
-    """The article at ``url``, tolerating http://, a missing www. and a trailing slash."""
-    u = url.strip()
+    """The article at ``url``, tolerating http://, a missing www., a trailing slash and a
+    fragment or query string (the corpus's static pages ignore both)."""
+    u = url.strip().partition("#")[0].partition("?")[0]
     if u.startswith("http://"):
         u = "https://" + u[len("http://"):]
     if not u.startswith("https://"):

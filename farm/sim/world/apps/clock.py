@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
+from farm.sim.intents import IntentFilter, IntentQuery
 from farm.sim.world import widgets as w
 from farm.sim.world.apps import kit
 from farm.sim.world.apps.base import Activity, App, Host, register
@@ -84,7 +85,7 @@ class DeskClock(Activity):
         super().__init__(app, host, name, args)
         assert isinstance(app, Clock)
         self.clock = app
-        self.tab = "alarm"
+        self.tab = args.get("tab", "alarm")
         self.expanded: int | None = None
         self.picker: Picker | None = None
         self.hour_field = kit.SelectAllField(hint="hh")
@@ -524,6 +525,16 @@ class Clock(App):
     icon = "clock"
     icon_color = "#1a73e8"
     activities: ClassVar[dict[str, type[Activity]]] = {MAIN: DeskClock}
+    # AlarmClock's actions; the real app routes them through HandleApiCalls to DeskClock
+    intent_filters = (
+        IntentFilter(MAIN, ("android.intent.action.SHOW_ALARMS",
+                            "android.intent.action.SET_ALARM")),
+        IntentFilter(MAIN, ("android.intent.action.SHOW_TIMERS",
+                            "android.intent.action.SET_TIMER")),
+    )
+
+    def intent_args(self, activity: str, intent: IntentQuery) -> dict[str, str]:
+        return {"tab": "timer" if "TIMER" in intent.action else "alarm"}
     authorities: ClassVar[tuple[str, ...]] = (AUTHORITY,)
 
     def reset(self) -> None:

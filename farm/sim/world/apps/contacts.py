@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar
 
+from farm.sim.intents import ACTION_VIEW, IntentFilter, IntentQuery
 from farm.sim.world import widgets as w
 from farm.sim.world.apps import kit
 from farm.sim.world.apps.base import Activity, App, Host, register
@@ -303,3 +304,18 @@ class Contacts(App):
     icon_color = "#1a73e8"
     activities: ClassVar[dict[str, type[Activity]]] = {
         PEOPLE: PeopleActivity, EDITOR: EditorActivity, DETAIL: DetailActivity}
+    intent_filters = (
+        IntentFilter(DETAIL, (ACTION_VIEW,), schemes=("content",),
+                     authorities=("com.android.contacts", "contacts"),
+                     path=r"/(contacts|people)/\d+(/.*)?"),
+        IntentFilter(PEOPLE, (ACTION_VIEW,), schemes=("content",),
+                     authorities=("com.android.contacts", "contacts"),
+                     path=r"(/(contacts|people))?/?"),
+        IntentFilter(EDITOR, ("android.intent.action.INSERT",),
+                     mimes=("vnd.android.cursor.dir/contact",
+                            "vnd.android.cursor.dir/raw_contact")),
+    )
+
+    def intent_args(self, activity: str, intent: IntentQuery) -> dict[str, str]:
+        tail = intent.data.rstrip("/").rsplit("/", 1)[-1]
+        return {"id": tail} if activity == DETAIL and tail.isdigit() else {}

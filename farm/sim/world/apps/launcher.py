@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import ClassVar
 
+from farm.sim.intents import ACTION_MAIN, CATEGORY_DEFAULT, CATEGORY_HOME, IntentFilter
 from farm.sim.world import widgets as w
 from farm.sim.world.apps.base import Activity, App, register
 from farm.sim.world.views import Paint, View
@@ -134,3 +135,4 @@ class Launcher(App):
     launcher_activity = None  # it is the HOME activity; it has no LAUNCHER entry
     home_activity = ACTIVITY
     activities: ClassVar[dict[str, type[Activity]]] = {ACTIVITY: LauncherActivity}
+    intent_filters = (IntentFilter(ACTIVITY, (ACTION_MAIN,), (CATEGORY_HOME, CATEGORY_DEFAULT)),)

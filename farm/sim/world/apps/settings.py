@@ -13,6 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
+from farm.sim.intents import (
+    IntentFilter,
+    IntentQuery,
+)
 from farm.sim.world import widgets as w
 from farm.sim.world.apps.base import Activity, App, Host, register
 from farm.sim.world.views import Paint, TextField, View
@@ -43,6 +47,8 @@ ALIASES: dict[str, str] = {
     f"{PKG}.Settings$LocationSettingsActivity": "location",
     f"{PKG}.Settings$MyDeviceInfoActivity": "about",
     f"{PKG}.Settings$DeviceInfoSettingsActivity": "about",
+    f"{PKG}.Settings$BatterySaverSettingsActivity": "battery",
+    f"{PKG}.applications.InstalledAppDetails": "app_info",
 }
 
 # Intent actions of ``am start -a`` for the shell: action → component.
@@ -59,7 +65,27 @@ ACTIONS: dict[str, str] = {
     "android.settings.APPLICATION_SETTINGS": f"{PKG}/.Settings$ManageApplicationsActivity",
     "android.settings.INTERNAL_STORAGE_SETTINGS": f"{PKG}/.Settings$StorageDashboardActivity",
     "android.intent.action.POWER_USAGE_SUMMARY": f"{PKG}/.Settings$PowerUsageSummaryActivity",
+    "android.settings.NETWORK_PROVIDER_SETTINGS":
+        f"{PKG}/.Settings$NetworkProviderSettingsActivity",
+    "android.settings.MANAGE_APPLICATIONS_SETTINGS":
+        f"{PKG}/.Settings$ManageApplicationsActivity",
+    "android.settings.MANAGE_ALL_APPLICATIONS_SETTINGS":
+        f"{PKG}/.Settings$ManageApplicationsActivity",
+    "android.settings.BATTERY_SAVER_SETTINGS": f"{PKG}/.Settings$BatterySaverSettingsActivity",
+    "android.settings.APPLICATION_DETAILS_SETTINGS": f"{PKG}/.applications.InstalledAppDetails",
 }
+# actions whose intent carries data (APPLICATION_DETAILS_SETTINGS: package:NAME)
+DATA_SCHEMES = {"android.settings.APPLICATION_DETAILS_SETTINGS": ("package",)}
+
+
+def _filters() -> tuple[IntentFilter, ...]:
+    # (its MAIN/LAUNCHER filter is left out: matched without a package, a phone shows
+    # the chooser, which the sim does not have)
+    out: list[IntentFilter] = []
+    for action, component in ACTIONS.items():
+        cls = PKG + component.partition("/")[2]
+        out.append(IntentFilter(cls, (action,), schemes=DATA_SCHEMES.get(action, ())))
+    return tuple(out)
 
 TITLES = {
     "top": "Settings", "network": "Network & internet", "internet": "Internet",
@@ -508,6 +534,12 @@ class SettingsApp(App):
     icon_color = "#4a5a6a"
     activities: ClassVar[dict[str, type[Activity]]] = {
         name: SettingsActivity for name in ALIASES}
+    intent_filters = _filters()
+
+    def intent_args(self, activity: str, intent: IntentQuery) -> dict[str, str]:
+        if intent.data.startswith("package:"):
+            return {"package": intent.data[len("package:"):]}
+        return {}
 
 
 @register

@@ -1,0 +1,1 @@
+"""Compatibility suite: real phone-agent stacks' command sequences against sim phones."""
