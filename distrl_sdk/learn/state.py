@@ -116,31 +116,25 @@ class ActorCriticState:
         not finite, so one hostile or broken episode cannot poison the weights."""
         opt.zero_grad(set_to_none=True)
         if not torch.isfinite(loss):
-            self.skipped_steps += 1
-            return False
+            return self._skip(opt)
         loss.backward()  # type: ignore[no-untyped-call]
+        return self._step_accumulated(opt, True, params)
+
+    def _step_accumulated(self, opt: torch.optim.Optimizer, finite: bool, params: Any) -> bool:
+        """The clipped step once ``.grad`` is filled (by :meth:`_step`, or by
+        ``microbatch.accumulate_gradients``, whose ``finite`` says whether every slice was)."""
+        if not finite:
+            return self._skip(opt)
         norm = torch.nn.utils.clip_grad_norm_(list(params), self.config.max_grad_norm)
         if not torch.isfinite(norm):
-            opt.zero_grad(set_to_none=True)
-            self.skipped_steps += 1
-            return False
+            return self._skip(opt)
         opt.step()
         return True
 
-    def _step_accumulated(self, opt: torch.optim.Optimizer, finite: bool, params: Any) -> bool:
-        """The optimiser step after ``microbatch.accumulate_gradients`` filled ``.grad``:
-        the same guards as :meth:`_step`."""
-        if not finite:
-            opt.zero_grad(set_to_none=True)
-            self.skipped_steps += 1
-            return False
-        norm = torch.nn.utils.clip_grad_norm_(list(params), self.config.max_grad_norm)
-        if not torch.isfinite(norm):
-            opt.zero_grad(set_to_none=True)
-            self.skipped_steps += 1
-            return False
-        opt.step()
-        return True
+    def _skip(self, opt: torch.optim.Optimizer) -> bool:
+        opt.zero_grad(set_to_none=True)
+        self.skipped_steps += 1
+        return False
 
     def _extra_meta(self) -> dict[str, Any]:
         return {}
