@@ -261,18 +261,17 @@ async def _pretrain(cfg: DemoConfig, run_dir: Path, task_args: list[str], say: S
     demos, sft = run_dir / "demos", run_dir / "sft"
     no_prior = json.dumps({"overlap_prior": 0.0, "overlap_feature": False, "seed": cfg.seed})
     steps = [
-        (f"recording {cfg.demos_per_task} oracle demonstration(s) per task (train split)",
+        ("demos", f"recording {cfg.demos_per_task} oracle demonstration(s) per task (train split)",
          _distrl("demos", "record", *task_args, "--split", "train",
                  "-k", str(cfg.demos_per_task), "--sim", str(max(1, min(cfg.phones, 4))),
                  "--seed", str(cfg.seed), "--out", str(demos), "--no-frames"), (0, 1)),
-        (f"behaviour cloning on them ({cfg.sft_epochs} epochs, no hand-made prior)",
+        ("sft", f"behaviour cloning on them ({cfg.sft_epochs} epochs, no hand-made prior)",
          _distrl("sft", "--demos", str(demos), "--policy", "uitree", "--policy-config",
                  no_prior, "--epochs", str(cfg.sft_epochs), "--lr", "3e-3",
                  "--seed", str(cfg.seed),
                  "--threads", "1", "--out", str(sft)), (0,)),
     ]
-    for what, argv, ok in steps:
-        name = argv[3]
+    for name, what, argv, ok in steps:
         say(f"{name}: {what} …")
         child = _Child(name, argv, run_dir / "logs" / f"{name}.log")
         await child.start()
