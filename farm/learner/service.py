@@ -666,6 +666,9 @@ class LearnerService:
             if blob is not None:
                 # shielded: a stop waits for a publish under way instead of cutting it
                 await asyncio.shield(self._publish(blob))
+            # subscribed and the current version announced: only now is the service ready
+            # (a hostile or early publisher before this could miss the persistent session)
+            self.ready.set()
 
     async def _publish(self, blob: tuple[int, bytes, str, dict[str, Any]]) -> None:
         async with self._publish_lock:
@@ -806,7 +809,6 @@ class LearnerService:
             self._train_task = asyncio.create_task(self._train_loop())
             tasks = [self._train_task] + [asyncio.create_task(c) for c in (
                 self._publish_loop(), self._checkpoint_loop(), self._metrics_loop(on_metrics))]
-            self.ready.set()
             stop = asyncio.create_task(self._stop.wait())
             try:
                 await asyncio.wait([stop, *tasks], timeout=duration_s,
