@@ -2,8 +2,9 @@
 
     [setup of --task]
     repeat:  limits? → observe (frame + UI tree + foreground, concurrently)
-             → policy.act → guard.check → (--confirm) → record + show
-             → execute unless refused / declined / --dry-run
+             → policy.act → guard.check → (--confirm) → guard.check again on a fresh
+             UI tree + foreground → record + show → execute unless refused / declined /
+             --dry-run
     → last frame → [--task evaluator] → GIF + MP4 + deploy.json + trajectory.json
 
 Unlike :func:`distrl_sdk.runner.run_episode` (the farm's loop) nothing reaches the
@@ -33,6 +34,8 @@ from distrl_sdk.actions import (
     Complete,
     Impossible,
     InvalidAction,
+    Key,
+    Wait,
     execute,
     to_json,
 )
@@ -46,7 +49,7 @@ from farm.deploy.guard import Guard, GuardContext, Verdict
 from farm.deploy.record import LiveFeed, Recorder, device_id_for
 from farm.device import AdbDevice
 from farm.device.lifecycle import Transport, classify_serial
-from farm.device.observe import observe
+from farm.device.observe import FOCUS_COMMAND, observe, parse_focus
 
 __all__ = ["DeployOptions", "DeployResult", "StepReport", "connect_device", "run_deploy"]
 
@@ -279,6 +282,20 @@ async def run_deploy(device: AdbDevice, policy: Policy, opts: DeployOptions, *,
                   and not await asyncio.to_thread(opts.confirm, report)):
                 report.outcome, report.rule = "declined", "confirm"
                 report.message = f"declined {verdict.action} at the confirmation prompt"
+            if report.outcome == "allowed" and _screen_bound(action):
+                # the screen may have moved on since the action was chosen (an animation,
+                # a dialog, the --confirm prompt): judge it again on what is there now
+                t_check = time.perf_counter()
+                again = guard.check(action, await _screen_now(device, size))
+                report.seconds["recheck"] = time.perf_counter() - t_check
+                if not again.allowed:
+                    verdict = again
+                    secret = secret or again.rule == "card-number"
+                    report.outcome, report.rule = "refused", again.rule
+                    report.described = again.action
+                    report.message = f"{again.message} (on the screen just before executing)"
+                    if secret:
+                        report.action = None
             if recorder is not None or live is not None:
                 image = seen.frame.image()
                 why = f": {report.rule}" if report.rule else ""
@@ -352,6 +369,28 @@ def _wants_pixels(policy: Policy) -> bool:
     """Only image policies get the PNG (encoding a full frame costs tens of ms)."""
     inner = getattr(policy, "policy", None)
     return getattr(inner, "kind", None) == "vlm" or getattr(policy, "wants_screenshot", False)
+
+
+def _screen_bound(action: Any) -> bool:
+    """Whether the guard's verdict on ``action`` depends on the screen (not a wait, a
+    back/home key or an episode end)."""
+    if isinstance(action, Key):
+        return action.key == "enter"
+    return _touches_device(action) and not isinstance(action, Wait)
+
+
+async def _screen_now(device: AdbDevice, size: tuple[int, int], tries: int = 3) -> GuardContext:
+    """The UI tree and foreground right now (no frame: the guard needs none). A window
+    transition leaves the focus null or the tree empty for a moment, so an unknown
+    screen is looked at again a few times before it is judged as unknown."""
+    for attempt in range(tries):
+        tree, focus = await asyncio.gather(device.ui_elements(), device.shell(FOCUS_COMMAND))
+        pkg, act, _ = parse_focus(focus.stdout)
+        ctx = GuardContext(pkg, act, tree, size)
+        if Guard.screen_known(ctx) or attempt == tries - 1:
+            return ctx
+        await asyncio.sleep(0.2 * (attempt + 1))
+    raise AssertionError("unreachable")
 
 
 def _touches_device(action: Any) -> bool:

@@ -83,9 +83,15 @@ def test_call_and_send_only_count_in_phone_and_sms_apps() -> None:
     call = settings_screen("Call mobile", contacts)
     assert g.check(Tap(0.5, 0.23), ctx(call, contacts, ".QuickContactActivity")).rule \
         == "text:phone-call"
-    # the same words elsewhere (a browser page about calls) are fine
-    assert g.check(Tap(0.5, 0.23), ctx(settings_screen("Call mobile", "com.android.chrome"),
-                                       "com.android.chrome", ".Main")).allowed
+    # the same words elsewhere (a browser page about calls) are fine; a web "Call …"
+    # link is not
+    chrome = "com.android.chrome"
+    assert g.check(Tap(0.5, 0.23), ctx(settings_screen("Calls and SMS explained", chrome),
+                                       chrome, ".Main")).allowed
+    assert g.check(Tap(0.5, 0.23), ctx(settings_screen("Call mobile", chrome), chrome,
+                                       ".Main")).rule == "text:phone-call"
+    assert g.check(Tap(0.5, 0.23), ctx(settings_screen("Call mobile", "org.distrl.shop"),
+                                       "org.distrl.shop", ".Main")).allowed
 
 
 def test_inside_a_denied_app_only_escapes_run() -> None:
@@ -128,14 +134,16 @@ def test_open_harmless_apps_and_unknown_names_pass() -> None:
 
 def test_typed_text() -> None:
     g = Guard()
+    screen = settings_screen("Display")
     assert card_number_in("my card 4111 1111 1111 1111 thanks") == "4111 … 1111"
     assert card_number_in("4111 1111 1111 1112") is None  # fails the Luhn check
     assert card_number_in("call me at 5551234") is None
-    v = g.check(TypeText("4111-1111-1111-1111"), ctx([]))
+    v = g.check(TypeText("4111-1111-1111-1111"), ctx([]))  # refused even on no screen
     assert not v.allowed and v.rule == "card-number" and "4111 … 1111" in v.message
     assert "4111-1111" not in v.message + v.action  # the number is masked
-    assert g.check(TypeText("*#06#"), ctx([])).rule == "typed:ussd-code"
-    assert g.check(TypeText("weather in Paris"), ctx([])).allowed
+    assert g.check(TypeText("*#06#"), ctx(screen)).rule == "typed:ussd-code"
+    assert g.check(TypeText("weather in Paris"), ctx(screen)).allowed
+    assert g.check(TypeText("weather in Paris"), ctx([])).rule == "unknown-screen"
     # typing with a tap first is also judged by what is under the tap
     assert g.check(TypeText("hi", 0.5, 0.23), ctx(settings_screen("Uninstall"))).rule \
         == "text:uninstall"
