@@ -9,6 +9,7 @@ import contextlib
 import importlib
 import logging
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -93,9 +94,26 @@ class EmbeddedBroker:
             return self._proc is not None and self._proc.poll() is None
         return self._amqtt is not None
 
+    def _run_as(self) -> list[str]:
+        """The ``user`` line. Started as root, mosquitto drops to user ``mosquitto``
+        (``nobody`` if that user is missing) unless the config names another user; the
+        dropped user could not write a root-owned 0700 persistence dir, so restarts lost
+        every queued message. Our own temp dir is handed to ``mosquitto`` (the broker
+        still drops root); a caller's dir keeps its owner, so the broker stays root."""
+        if os.geteuid() != 0:
+            return []  # mosquitto ignores ``user`` when not started as root
+        try:
+            pw = pwd.getpwnam("mosquitto")
+        except KeyError:
+            return ["user root"]
+        if self._tmp is None:
+            return ["user root"]
+        return [f"user {pw.pw_name}"]  # _spawn hands it the dir
+
     def config_text(self) -> str:
         return "\n".join([
             f"listener {self.port} {self.host}",
+            *self._run_as(),
             "allow_anonymous true",
             "persistence true",
             f"persistence_location {self.data_dir}/",
@@ -112,7 +130,11 @@ class EmbeddedBroker:
 
     def _spawn(self) -> subprocess.Popen[bytes]:
         conf = self.data_dir / "mosquitto.conf"
-        conf.write_text(self.config_text())
+        text = self.config_text()
+        conf.write_text(text)
+        if "\nuser mosquitto\n" in text:
+            pw = pwd.getpwnam("mosquitto")
+            os.chown(self.data_dir, pw.pw_uid, pw.pw_gid)
         exe = find_mosquitto()
         assert exe is not None
         with open(self.data_dir / "mosquitto.log", "ab") as logf:

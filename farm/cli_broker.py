@@ -1,15 +1,20 @@
-"""``distrl broker``: run an embedded MQTT broker until Ctrl-C."""
+"""``distrl broker``: run an embedded MQTT broker until Ctrl-C or SIGTERM."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import signal
 
 import click
 
 from farm.broker import EmbeddedBroker, find_mosquitto
 
 __all__ = ["broker"]
+
+# SIGTERM (systemd, docker, kill) and SIGHUP (closed terminal) stop it as Ctrl-C does: the
+# broker is stopped and its temp dir removed before exiting 0. Python's default SIGTERM
+# action would end the process at once and leave mosquitto and its temp dir behind.
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @click.command("broker", context_settings={"help_option_names": ["-h", "--help"]})
@@ -19,20 +24,37 @@ __all__ = ["broker"]
               show_default=True,
               help="mosquitto subprocess (auto when the binary exists) or amqtt in-process.")
 def broker(port: int, backend: str) -> None:
-    """Run an embedded MQTT broker on 127.0.0.1 for farms and learners (Ctrl-C stops it)."""
+    """Run an embedded MQTT broker on 127.0.0.1 for farms and learners.
+
+    Ctrl-C, SIGTERM or SIGHUP stop it cleanly (the broker saves its queued messages, its
+    temp dir is removed) and the exit status is 0; 1 if the broker itself died."""
     if backend == "mosquitto" and not find_mosquitto():
         raise click.ClickException("mosquitto not found; install it or use --backend amqtt")
 
     async def serve() -> None:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for sig in _STOP_SIGNALS:
+            loop.add_signal_handler(sig, stop.set)
         b = EmbeddedBroker(port=port or None,
                            backend="mosquitto" if backend == "mosquitto" else
                            "amqtt" if backend == "amqtt" else "auto")
-        async with b:
-            click.echo(f"broker ({b.backend}) listening on {b.url} — Ctrl-C to stop", err=True)
-            while True:
-                await asyncio.sleep(1)
-                if not b.running:
-                    raise click.ClickException(f"{b.backend} broker exited")
+        try:
+            async with b:
+                click.echo(f"broker ({b.backend}) listening on {b.url} — Ctrl-C to stop",
+                           err=True)
+                while not stop.is_set():
+                    # wakes at once on a signal, every second to see the broker is alive
+                    try:
+                        async with asyncio.timeout(1.0):
+                            await stop.wait()
+                    except TimeoutError:
+                        pass
+                    if not stop.is_set() and not b.running:
+                        raise click.ClickException(f"{b.backend} broker exited")
+                click.echo("broker stopping", err=True)
+        finally:
+            for sig in _STOP_SIGNALS:
+                loop.remove_signal_handler(sig)
 
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve())
+    asyncio.run(serve())

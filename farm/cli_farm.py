@@ -9,6 +9,7 @@ import signal
 import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
 import click
@@ -16,6 +17,12 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from farm.broker_password import (
+    broker_password,
+    password_file_option,
+    read_password_file,
+    url_with_password,
+)
 from farm.cli_config import FieldsHelp
 
 __all__ = ["farm", "traj"]
@@ -32,6 +39,16 @@ def _fail(message: str, code: int = 2) -> None:
 
 def _info(message: str) -> None:
     err_console.print(message, markup=False, highlight=False)
+
+
+def _with_password(url: str, password_file: Path | None) -> str:
+    """``--password-file`` replaces a password in the URL; the environment fills one in."""
+    try:
+        return url_with_password(url, broker_password(password_file),
+                                 override=password_file is not None)
+    except ValueError as exc:
+        _fail(str(exc))
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _check_url(url: str) -> Any:
@@ -70,6 +87,7 @@ def farm() -> None:
               help="TOML config file (fields below; flags and DISTRL_* env vars override it).")
 @click.option("--broker", "broker_url", default=None,
               help="MQTT broker URL (mqtt://host:port). Default: start an embedded one.")
+@password_file_option
 @click.option("--sim", type=int, default=None,
               help="Start N simulated phones in-process (with a private adb server).")
 @click.option("--sim-profile", default=None,
@@ -87,8 +105,10 @@ def farm() -> None:
                    "Default: every registered task.")
 @click.option("--tag", "task_tags", multiple=True, help="Collect tasks with this tag "
               "(repeatable).")
-@click.option("--device", "devices", multiple=True, help="Device serial to use (repeatable). "
-              "Default: every device on the adb server.")
+@click.option("--device", "devices", multiple=True,
+              help="Device serial to use (repeatable). With --device or --connect "
+              "the farm uses exactly those devices and leaves every other one on the adb "
+              "server alone. Default: every device on the adb server.")
 @click.option("--connect", "targets", multiple=True,
               help="adb connect target host:port, reconnected when it drops (repeatable).")
 @click.option("--spool", "spool_dir", default=None, type=click.Path(file_okay=False),
@@ -113,7 +133,8 @@ def farm() -> None:
 @click.option("--eval-episodes-per-task", type=int, default=None,
               help="Episodes of each task per evaluation round [default: 1].")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def farm_up(config_file: str | None, broker_url: str | None, sim: int | None,
+def farm_up(config_file: str | None, broker_url: str | None, password_file: Path | None,
+            sim: int | None,
             sim_profile: str | None, policy: str | None, mode: str | None,
             duration: float | None, farm_id: str | None, task_names: tuple[str, ...],
             task_tags: tuple[str, ...], devices: tuple[str, ...], targets: tuple[str, ...],
@@ -134,8 +155,13 @@ def farm_up(config_file: str | None, broker_url: str | None, sim: int | None,
 
     globs = tuple(t for t in task_names if any(c in t for c in "*?["))
     names = tuple(t for t in task_names if t not in globs)
+    try:  # $DISTRL_BROKER_PASSWORD is the config's broker.password already
+        password = read_password_file(password_file) if password_file is not None else None
+    except ValueError as exc:
+        _fail(str(exc))
     flags: dict[str, tuple[Any, str]] = {
-        "broker.url": (broker_url, "--broker"), "sim.count": (sim, "--sim"),
+        "broker.url": (broker_url, "--broker"),
+        "broker.password": (password, "--password-file"), "sim.count": (sim, "--sim"),
         "sim.profile": (sim_profile, "--sim-profile"), "collect.policy": (policy, "--policy"),
         "collect.mode": (mode, "--mode"), "collect.duration_s": (duration, "--duration"),
         "farm_id": (farm_id, "--farm-id"), "tasks.names": (list(names) or None, "--task"),
@@ -304,17 +330,23 @@ def _print_summary(s: dict[str, Any]) -> None:
     if s.get("abort_reasons"):
         table.add_row("abort_reasons", ", ".join(f"{k} {v}" for k, v in
                                                   s["abort_reasons"].items()))
+    for key in ("command_rejects", "policy_refused"):  # refused messages, by reason
+        table.add_row(key, ", ".join(f"{k} {v}" for k, v in sorted(
+            (s.get(key) or {}).items())) or "0")
     console.print(table)
 
 
 @farm.command("status", context_settings=CONTEXT)
 @click.option("--broker", "broker_url", required=True, help="MQTT broker URL.")
+@password_file_option
 @click.option("--farm-id", default="+", show_default=True, help="Which farm (+ = all).")
 @click.option("--wait", type=click.FloatRange(0.1, 60), default=1.0, show_default=True,
               help="How long to collect retained statuses.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-def farm_status(broker_url: str, farm_id: str, wait: float, as_json: bool) -> None:
+def farm_status(broker_url: str, password_file: Path | None, farm_id: str, wait: float,
+                as_json: bool) -> None:
     """Show the devices of running farms (their retained statuses on the broker)."""
+    broker_url = _with_password(broker_url, password_file)
     _check_url(broker_url)
     if farm_id != "+":
         from distrl_sdk.wire import topics
@@ -384,16 +416,18 @@ def traj() -> None:
 
 @traj.command("tail", context_settings=CONTEXT)
 @click.option("--broker", "broker_url", required=True, help="MQTT broker URL.")
+@password_file_option
 @click.option("--farm-id", default="+", show_default=True, help="Which farm (+ = all).")
 @click.option("--count", "-n", type=click.IntRange(1), default=None,
               help="Exit after this many trajectories.")
 @click.option("--duration", type=click.FloatRange(0, min_open=True), default=None,
               help="Exit after this many seconds.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object a line.")
-def traj_tail(broker_url: str, farm_id: str, count: int | None, duration: float | None,
-              as_json: bool) -> None:
+def traj_tail(broker_url: str, password_file: Path | None, farm_id: str, count: int | None,
+              duration: float | None, as_json: bool) -> None:
     """Print one line per trajectory as it arrives. Never acks: the learner still gets
     (and acks) every trajectory; this watcher only sees them go by."""
+    broker_url = _with_password(broker_url, password_file)
     _check_url(broker_url)
     from distrl_sdk.wire import topics
 

@@ -20,6 +20,13 @@ from rich.table import Table
 
 __all__ = ["learner", "load_learner_config"]
 
+from farm.broker_password import (
+    broker_password,
+    mask_url,
+    password_file_option,
+    url_with_password,
+)
+
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
@@ -70,6 +77,7 @@ def load_learner_config(path: Path | None, overrides: dict[str, Any]) -> Any:
                                  "[learner]); flags override it.")
 @click.option("--broker", "broker_url", default=None,
               help="MQTT broker URL [default: mqtt://127.0.0.1:1883].")
+@password_file_option
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Checkpoints, journal and scalar logs; reusing it resumes "
                    "[default: runs/learner].")
@@ -87,7 +95,8 @@ def load_learner_config(path: Path | None, overrides: dict[str, Any]) -> Any:
               help="Seconds between progress lines.")
 @click.option("--json", "as_json", is_flag=True, help="Print the final summary as JSON.")
 @click.option("-v", "--verbose", is_flag=True, help="Log what the learner does.")
-def learner(config_path: Path | None, broker_url: str | None, run_dir: Path | None,
+def learner(config_path: Path | None, broker_url: str | None, password_file: Path | None,
+            run_dir: Path | None,
             algo: str | None, policy_kind: str | None, init_policy: Path | None,
             duration: float | None,
             progress_every: float, as_json: bool, verbose: bool) -> None:
@@ -102,6 +111,9 @@ def learner(config_path: Path | None, broker_url: str | None, run_dir: Path | No
             "broker_url": broker_url, "run_dir": run_dir, "algorithm": algo,
             "policy_kind": policy_kind, "metrics_every_s": progress_every,
             "init_policy": init_policy})
+        # --password-file replaces a password in the URL; $DISTRL_BROKER_PASSWORD fills one in
+        cfg.broker_url = url_with_password(cfg.broker_url, broker_password(password_file),
+                                           override=password_file is not None)
         parse_broker_url(cfg.broker_url)
         if cfg.init_policy is not None:
             from distrl_sdk.policies import load_policy
@@ -171,7 +183,8 @@ async def _run(cfg: Any, duration: float | None) -> dict[str, Any]:
               + f" · lag avg {m.get('policy_lag_avg', 0):.1f}"
               + f" · rejected {int(m.get('rejected_total', 0))}")
 
-    _info(f"learner: {cfg.algorithm} on a {cfg.policy_kind} policy, broker {cfg.broker_url}, "
+    _info(f"learner: {cfg.algorithm} on a {cfg.policy_kind} policy, "
+          f"broker {mask_url(cfg.broker_url)}, "
           f"run dir {cfg.run_dir}")
     try:
         return await svc.run(duration, on_metrics=progress)
@@ -186,9 +199,12 @@ def _print_summary(s: dict[str, Any]) -> None:
     table.add_column("", style="bold")
     table.add_column("")
     for key in ("version", "published_version", "updates", "received", "episodes",
-                "replay_size", "checkpoints", "resumed_from", "replayed_from_journal",
+                "replay_size", "checkpoints", "checkpoint_errors", "resumed_from",
+                "replayed_from_journal",
                 "duplicates", "rejected", "unlearnable", "refused", "run_dir"):
         table.add_row(key, str(s.get(key)))
+    if s.get("last_checkpoint_error"):
+        table.add_row("last_checkpoint_error", str(s["last_checkpoint_error"]))
     m = s.get("metrics") or {}
     if "success_rate" in m:
         table.add_row("success_rate (window)", f"{m['success_rate']:.1%}")

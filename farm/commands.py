@@ -57,6 +57,7 @@ from farm.device.lifecycle import DeviceState, StateChanged
 from farm.device.registry import DeviceRegistry
 from farm.evaluate.round import EVAL_OWNER
 from farm.transport import Backoff, parse_broker_url
+from farm.transport.reject_log import RejectLog
 
 __all__ = ["OPS", "CommandExecutor", "CommandListener", "DirectedSampler"]
 
@@ -216,6 +217,8 @@ class CommandListener:
         self.keepalive = keepalive
         self.max_concurrent = max_concurrent
         self.rejects: Counter[str] = Counter()
+        # anyone on the broker can send garbage: first per reason at WARNING, then summaries
+        self._reject_log = RejectLog(log, f"farm {farm_id}: command", counter=self.rejects)
         self.results: Counter[str] = Counter()
         self.connects = 0
         self.connected = asyncio.Event()
@@ -233,6 +236,7 @@ class CommandListener:
 
     async def stop(self) -> None:
         self._stopping = True
+        self._reject_log.flush()
         for t in list(self._running):
             t.cancel()
         await asyncio.gather(*self._running, return_exceptions=True)
@@ -284,8 +288,7 @@ class CommandListener:
                 await asyncio.sleep(self.backoff.next())
 
     def _reject(self, reason: str, detail: str) -> None:
-        self.rejects[reason] += 1
-        log.warning("command rejected (%s): %s", reason, detail[:200])
+        self._reject_log.reject(reason, detail)
 
     def handle(self, topic: str, payload: Any) -> None:
         """Validate one message and start its execution (synchronous: never blocks)."""

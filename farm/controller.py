@@ -546,8 +546,10 @@ class FarmController:
         everything. Returns the collector's stats."""
         cfg = self.config
         tcp = [d for d in cfg.devices if ":" in d]
+        # listed devices: exactly those (others on the adb server are left alone)
         reg = DeviceRegistry(host=cfg.adb_host, port=cfg.adb_port, targets=tcp,
-                             config=cfg.lifecycle, discover=True)
+                             config=cfg.lifecycle, discover=True,
+                             only=cfg.devices or None)
         self.registry = reg
         reg.on_change(self.sampler.on_change)  # first: run_task needs the lease order
         reg.on_change(self._on_change)
@@ -600,6 +602,8 @@ class FarmController:
                        self.config.broker_url)),  # never the password
                    published=len(self.sink.ids), acked=ps.acked, spool_depth=self.spool_depth(),
                    flushed=self.flushed, command_rejects=dict(self.rejects),
+                   # refused policy pointers/blobs (stale, forged, corrupt): a learned policy
+                   policy_refused=dict(getattr(self.policies, "refused", None) or {}),
                    commands=dict(self.commands.results) if self.commands else {},
                    frames_sent=sum(self.frames_sent.values()))
         if self.evaluation is not None:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from distrl_sdk.wire.url_mask import mask_url
+
 __all__ = ["BrokerAddress", "parse_broker_url"]
 
 _SCHEMES = {"mqtt": (1883, False), "tcp": (1883, False), "mqtts": (8883, True),
@@ -56,7 +58,7 @@ def parse_broker_url(url: str) -> BrokerAddress:
         raise ValueError(f"unsupported broker URL scheme {parts.scheme!r} (mqtt:// or mqtts://)")
     default_port, tls = _SCHEMES[scheme]
     if not parts.hostname:
-        raise ValueError(f"no host in broker URL {url!r}")
+        raise ValueError(f"no host in broker URL {mask_url(url)!r}")
     try:
         port = parts.port or default_port
     except ValueError as e:

@@ -67,10 +67,14 @@ class DeviceView:
 class DeviceRegistry:
     def __init__(self, *, host: str = "127.0.0.1", port: int = 5037,
                  targets: Iterable[str] = (), config: LifecycleConfig | None = None,
-                 discover: bool = True, device_timeout: float = 30.0) -> None:
+                 discover: bool = True, device_timeout: float = 30.0,
+                 only: Iterable[str] | None = None) -> None:
         self.host, self.port = host, port
         self.config = config or LifecycleConfig()
         self.discover = discover
+        # an allow-list (``farm up --device/--connect``): other devices on the same adb
+        # server, e.g. the user's own phone, are never managed, so never get actions
+        self.only: frozenset[str] | None = None if only is None else frozenset(only)
         self.device_timeout = device_timeout
         self.client = AdbServerClient(host, port, timeout=10.0)
         self.targets: set[str] = set()
@@ -102,6 +106,8 @@ class DeviceRegistry:
         """Manage an ``adb connect`` target (``host:port``); connected in the background."""
         if classify_serial(target) is not Transport.TCP:
             raise ValueError(f"{target!r} is not an adb connect target (host:port)")
+        if self.only is not None and target not in self.only:
+            raise ValueError(f"{target!r} is not in this registry's allowed devices")
         self.targets.add(target)
         md = self._ensure(target, DeviceState.OFFLINE)
         md.keep_connected = True
@@ -175,7 +181,8 @@ class DeviceRegistry:
             for serial, state in change.devices.items():
                 md = self.devices.get(serial)
                 if md is None:
-                    if not self.discover:
+                    if not self.discover or (self.only is not None
+                                             and serial not in self.only):
                         continue
                     md = self._ensure(serial, DeviceState.PREPARING if state == "device"
                                       else DeviceState.OFFLINE)

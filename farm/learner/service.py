@@ -68,13 +68,18 @@ from farm.transport import Backoff, SeenIds, TrajectorySubscriber
 if TYPE_CHECKING:
     from distrl_sdk.learn.api import TrainablePolicy, Trainer
 
-__all__ = ["LearnerConfig", "LearnerService", "PolicyBuilder", "TrainerFactory"]
+__all__ = ["CheckpointError", "LearnerConfig", "LearnerService", "PolicyBuilder",
+           "TrainerFactory"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 PolicyBuilder = Callable[[str, dict[str, Any]], "TrainablePolicy"]
 TrainerFactory = Callable[["TrainablePolicy", "LearnerConfig"], "Trainer"]
+
+
+class CheckpointError(RuntimeError):
+    """A checkpoint could not be written (already logged and counted by the service)."""
 
 
 class LearnerConfig(BaseModel):
@@ -370,6 +375,10 @@ class LearnerService:
         self.restored: dict[str, Any] = {}  # state right after restore (before new data)
         self.replayed_from_journal = 0
         self.checkpoints = 0
+        # checkpoint writes that failed (disk full, I/O error): survived, logged, counted;
+        # nothing is lost (the journal keeps everything since the last good checkpoint)
+        self.checkpoint_errors = 0
+        self.last_checkpoint_error: str | None = None
         self.last_update: dict[str, float] = {}
         self.subscriber: TrajectorySubscriber | None = None
         self.link: MqttLink | None = None
@@ -549,13 +558,25 @@ class LearnerService:
         return res
 
     def _write_checkpoint(self, eps: list[EpisodeRecord], ids: list[str],
-                          meta: dict[str, Any]) -> tuple[Path, _StepResult]:
+                          meta: dict[str, Any]) -> tuple[Path | Exception, _StepResult]:
+        """(executor) Ingest ``eps`` (always: they are the trainer's now), then write the
+        checkpoint; a write that fails returns its exception next to the result, so the
+        caller merges what was ingested either way."""
+        res = self._ingest(eps)
+        try:
+            return self._save_checkpoint(ids, meta, res), res
+        except Exception as exc:  # e.g. OSError ENOSPC, torch's RuntimeError on a short write
+            for tmp in self.ckpt_dir.glob(".tmp-*") if self.ckpt_dir.is_dir() else ():
+                shutil.rmtree(tmp, ignore_errors=True)  # a partial one frees its space
+            return exc, res
+
+    def _save_checkpoint(self, ids: list[str], meta: dict[str, Any], res: _StepResult
+                         ) -> Path:
         from distrl_sdk.learn.state import save_trainer
         from distrl_sdk.policies import save_policy
 
         t = self.trainer
         assert t is not None
-        res = self._ingest(eps)
         self.ckpt_dir.mkdir(parents=True, exist_ok=True)
         self._ckpt_seq += 1
         name = f"ckpt-{self._ckpt_seq:06d}"
@@ -578,7 +599,7 @@ class LearnerService:
         final = self.ckpt_dir / name
         os.replace(tmp, final)
         res.version, res.replay = t.version, replay_size(t)
-        return final, res
+        return final
 
     # -- event-loop side ---------------------------------------------------------------------
     def _on_trajectory(self, decoded: DecodedTrajectory) -> Coroutine[Any, Any, None] | None:
@@ -691,7 +712,8 @@ class LearnerService:
         out.update({f"train/{k}": float(v) for k, v in self.last_update.items()})
         out.update(version=float(self.version), published_version=float(self.published_version),
                    updates=float(self.updates), received=float(self.received),
-                   episodes=float(self.episodes))
+                   episodes=float(self.episodes), checkpoints=float(self.checkpoints),
+                   checkpoint_errors=float(self.checkpoint_errors))
         if self._replay is not None:
             out["replay_size"] = float(self._replay)
         sub = self.subscriber
@@ -728,43 +750,64 @@ class LearnerService:
     async def _checkpoint_loop(self) -> None:
         while not self._stopping:
             await asyncio.sleep(self.config.checkpoint_every_s)
-            try:  # shielded: a stop waits for a checkpoint under way instead of losing it
+            # shielded: a stop waits for a checkpoint under way instead of losing it
+            with contextlib.suppress(CheckpointError):  # logged and counted; retried next
                 await asyncio.shield(self.checkpoint())
-            except OSError as exc:
-                log.error("checkpoint failed: %s", exc)
 
     async def checkpoint(self) -> Path:
-        """Write a checkpoint now (see the module docstring); returns its directory."""
-        async with self._ckpt_lock:
-            # one synchronous step: everything journaled so far goes into this checkpoint
-            journal_from = self._journal.rotate()
-            eps = self._take_inbox()
-            ids = list(self._ids)
-            pub = self.publisher.published if self.publisher is not None else \
-                self._published_blobs
-            meta = {"format": 1, "journal_from": journal_from, "received": self.received,
-                    "episodes": self.episodes, "unlearnable": dict(self.unlearnable),
-                    "refused": dict(self.refused), "published_version": self.published_version,
-                    "eval": self.eval.state(),
-                    "published": [vars(b) for b in pub]}
-            path, res = await self._on_trainer(self._write_checkpoint, eps, ids, meta)
-            self._merge(res)
-            self.checkpoints += 1
-            self._journal_from[path] = journal_from
-            kept = self._checkpoints()
-            for old in kept[: -self.config.keep_checkpoints]:
-                shutil.rmtree(old, ignore_errors=True)
-                self._journal_from.pop(old, None)
-            keep_from = min((v for k, v in self._journal_from.items() if k.exists()),
-                            default=journal_from)
-            self._journal.drop_before(keep_from)
-            from distrl_sdk.learn.state import gc_replay_store
+        """Write a checkpoint now (see the module docstring); returns its directory.
 
-            await self._on_trainer(gc_replay_store, self.ckpt_dir / "replay-store",
-                                   [c / "trainer" for c in self._checkpoints()])
-            for tmp in self.ckpt_dir.glob(".tmp-*"):
-                shutil.rmtree(tmp, ignore_errors=True)
-            return path
+        A checkpoint that cannot be written (disk full, I/O error) is logged with why,
+        counted (``checkpoint_errors``) and raised as :class:`CheckpointError`; the learner
+        carries on and the next checkpoint retries. Nothing is lost meanwhile: journal
+        segments are only dropped once a newer checkpoint holds them."""
+        async with self._ckpt_lock:
+            try:
+                return await self._checkpoint_locked()
+            except Exception as exc:
+                self.checkpoint_errors += 1
+                why = f"{type(exc).__name__}: {exc}"
+                self.last_checkpoint_error = why
+                log.error("checkpoint failed (%s); the learner carries on, the journal "
+                          "keeps every episode since the last good checkpoint, and the "
+                          "next checkpoint retries (%d failed so far)", why,
+                          self.checkpoint_errors)
+                raise CheckpointError(why) from exc
+
+    async def _checkpoint_locked(self) -> Path:
+        """(under ``_ckpt_lock``) The checkpoint itself; raises what failed."""
+        # one synchronous step: everything journaled so far goes into this checkpoint
+        journal_from = self._journal.rotate()
+        eps = self._take_inbox()
+        ids = list(self._ids)
+        pub = self.publisher.published if self.publisher is not None else \
+            self._published_blobs
+        meta = {"format": 1, "journal_from": journal_from, "received": self.received,
+                "episodes": self.episodes, "unlearnable": dict(self.unlearnable),
+                "refused": dict(self.refused), "published_version": self.published_version,
+                "eval": self.eval.state(),
+                "published": [vars(b) for b in pub]}
+        outcome, res = await self._on_trainer(self._write_checkpoint, eps, ids, meta)
+        self._merge(res)
+        if isinstance(outcome, Exception):
+            raise outcome
+        path = outcome
+        self.checkpoints += 1
+        self._journal_from[path] = journal_from
+        kept = self._checkpoints()
+        for old in kept[: -self.config.keep_checkpoints]:
+            shutil.rmtree(old, ignore_errors=True)
+            self._journal_from.pop(old, None)
+        keep_from = min((v for k, v in self._journal_from.items() if k.exists()),
+                        default=journal_from)
+        self._journal.drop_before(keep_from)
+        from distrl_sdk.learn.state import gc_replay_store
+
+        await self._on_trainer(gc_replay_store, self.ckpt_dir / "replay-store",
+                               [c / "trainer" for c in self._checkpoints()])
+        for tmp in self.ckpt_dir.glob(".tmp-*"):
+            shutil.rmtree(tmp, ignore_errors=True)
+        return path
 
     # -- run ------------------------------------------------------------------------------------
     async def run(self, duration_s: float | None = None, *,
@@ -839,7 +882,8 @@ class LearnerService:
                     with contextlib.suppress(Exception):
                         async with asyncio.timeout(10):
                             await self._publish(await self._on_trainer(self._snapshot_blob))
-                await self.checkpoint()
+                with contextlib.suppress(CheckpointError):  # logged; the journal has it all
+                    await self.checkpoint()
                 with contextlib.suppress(Exception):
                     await self._emit_metrics()
         finally:
@@ -855,6 +899,8 @@ class LearnerService:
             "version": self.version, "published_version": self.published_version,
             "updates": self.updates, "received": self.received, "episodes": self.episodes,
             "replay_size": self._replay, "checkpoints": self.checkpoints,
+            "checkpoint_errors": self.checkpoint_errors,
+            "last_checkpoint_error": self.last_checkpoint_error,
             "resumed_from": str(self.restored_from) if self.restored_from else None,
             "replayed_from_journal": self.replayed_from_journal,
             "duplicates": sub.duplicates if sub else 0,

@@ -50,6 +50,7 @@ from distrl_sdk.wire import (
 from distrl_sdk.wire.codec import CHUNK_MAGIC
 from farm.collect.policy import PolicyChoice, PolicyProvider
 from farm.transport import Backoff, parse_broker_url
+from farm.transport.reject_log import RejectLog
 
 if TYPE_CHECKING:
     import torch
@@ -361,6 +362,9 @@ class WeightSubscriber(_Background):
         self.backoff = backoff or Backoff(initial=0.1, maximum=5.0)
         self.keepalive = keepalive
         self.refused: Counter[str] = Counter()
+        # forged or stale pointers must not flood the log: first per reason, then summaries
+        self._refusals = RejectLog(log, f"weights {self.client_id}: policy update",
+                                   counter=self.refused)
         self.accepted = 0
         self.connected = asyncio.Event()
         self.updated = asyncio.Condition()
@@ -376,8 +380,11 @@ class WeightSubscriber(_Background):
         return self.version
 
     def _refuse(self, reason: str, detail: str) -> None:
-        self.refused[reason] += 1
-        log.warning("policy weights refused (%s): %s", reason, detail)
+        self._refusals.reject(reason, detail)
+
+    async def stop(self) -> None:
+        await super().stop()
+        self._refusals.flush()
 
     async def _run(self) -> None:
         while True:

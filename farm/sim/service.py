@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.sim.adbhost import find_adb
+from farm.sim.control import MAX_REQUEST_BYTES, handle_connection, write_private
 from farm.sim.farm import SimFarm
 from farm.sim.faults import FaultKind
 
@@ -113,21 +114,9 @@ async def serve(opts: ServeOptions) -> None:
     token = secrets.token_hex(16)
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            line = await asyncio.wait_for(reader.readline(), timeout=10)
-            req = json.loads(line or b"{}")
-            if not isinstance(req, dict) or req.get("token") != token:
-                reply: dict[str, Any] = {"ok": False, "error": "bad token"}
-            else:
-                reply = _dispatch(farm, req, stop)
-        except (json.JSONDecodeError, TimeoutError, UnicodeDecodeError) as exc:
-            reply = {"ok": False, "error": f"bad request: {exc}"}
-        writer.write(json.dumps(reply).encode() + b"\n")
-        with contextlib.suppress(ConnectionError):
-            await writer.drain()
-        writer.close()
+        await handle_connection(reader, writer, token, lambda req: _dispatch(farm, req, stop))
 
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, limit=MAX_REQUEST_BYTES)
     control_port = server.sockets[0].getsockname()[1]
     connected: list[str] = []
     try:
@@ -138,17 +127,14 @@ async def serve(opts: ServeOptions) -> None:
                     connected.append(p.serial)
                 else:
                     print(f"warning: adb connect {p.serial}: {out}", file=sys.stderr)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         state = {
             "pid": os.getpid(), "control_port": control_port, "token": token,
             "name": opts.name, "started_at": time.time(), "seed": opts.seed,
             "adb_port": opts.adb_port, "connected": connected,
             "phones": phone_rows(farm),
         }
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(state, indent=2))
-        tmp.chmod(0o600)
-        tmp.replace(path)
+        write_private(path, json.dumps(state, indent=2))  # it holds the token
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):

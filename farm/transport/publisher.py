@@ -46,6 +46,7 @@ from distrl_sdk.wire import (
 )
 from distrl_sdk.wire.broker_url import parse_broker_url
 from farm.transport._conn import Backoff
+from farm.transport.reject_log import RejectLog
 from farm.transport.spool import OnFull, Spool
 
 __all__ = ["Publisher", "PublisherStats"]
@@ -99,6 +100,8 @@ class Publisher:
         self.keepalive = keepalive
         self.stats = PublisherStats()
         self.rejects: Counter[str] = Counter()  # hostile/garbage messages on the ack topic
+        self._reject_log = RejectLog(log, f"publisher {farm_id}: message on the ack topic",
+                                     counter=self.rejects)
         self.connected = asyncio.Event()
         self._wake = asyncio.Event()
         self._statuses: dict[str, bytes] = {}
@@ -118,6 +121,7 @@ class Publisher:
     async def stop(self, *, graceful: bool = True) -> None:
         """Stop; ``graceful`` publishes ``offline`` for every device first (if connected)."""
         self._stopping = True
+        self._reject_log.flush()
         if graceful and self._client is not None and self.connected.is_set():
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(2):
@@ -241,12 +245,10 @@ class Publisher:
         async for m in client.messages:
             parsed = parse_message(str(m.topic), m.payload)
             if isinstance(parsed, Rejected):  # garbage on our ack topic: counted, ignored
-                self.rejects[parsed.reason.value] += 1
-                log.warning("publisher %s: rejected a message on %s: %s", self.farm_id,
-                            m.topic, parsed)
+                self._reject_log.reject(parsed.reason.value, f"on {m.topic}: {parsed}")
                 continue
             if not isinstance(parsed, Message) or not isinstance(parsed.body, TrajectoryAck):
-                self.rejects["wrong_schema"] += 1
+                self._reject_log.reject("wrong_schema", f"on {m.topic}: not an ack")
                 continue
             ids = list(parsed.body.ids)
             early = [i for i in ids if i in self._early]

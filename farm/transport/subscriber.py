@@ -42,6 +42,7 @@ from distrl_sdk.wire import (
 )
 from distrl_sdk.wire.broker_url import parse_broker_url
 from farm.transport._conn import Backoff
+from farm.transport.reject_log import RejectLog
 
 __all__ = ["SeenIds", "TrajectorySubscriber"]
 
@@ -115,6 +116,11 @@ class TrajectorySubscriber:
         self.keepalive = keepalive
         self.learner_id = learner_id or client_id
         self.rejects: Counter[str] = Counter()
+        # refused trajectories: first per reason at WARNING, then summaries (a fuzzer must
+        # not flood the log); duplicates are normal redeliveries, only counted
+        self._reject_log = RejectLog(log, f"subscriber {client_id}: trajectory",
+                                     counter=self.rejects,
+                                     quiet=(RejectReason.DUPLICATE.value,))
         self.delivered = 0
         self.acks_sent = 0
         self.connects = 0
@@ -135,6 +141,7 @@ class TrajectorySubscriber:
 
     async def stop(self) -> None:
         self._stopping = True
+        self._reject_log.flush()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -173,8 +180,7 @@ class TrajectorySubscriber:
                 await asyncio.sleep(self.backoff.next())
 
     def _reject(self, r: Rejected) -> None:
-        self.rejects[r.reason.value] += 1
-        log.debug("rejected: %s %s", r.reason, r.detail)
+        self._reject_log.reject(r.reason.value, str(r.detail))
 
     async def _send_acks(self, client: aiomqtt.Client, acks: asyncio.Queue[tuple[str, str]]
                          ) -> None:

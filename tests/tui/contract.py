@@ -17,7 +17,7 @@ TESTED_METRICS: frozenset[str] = frozenset({
     "policy_lag_min", "policy_lag_avg", "policy_lag_max",
     # farm.learner.service.LearnerService.metrics
     "version", "published_version", "updates", "received", "episodes", "replay_size",
-    "duplicates", "rejected_total",
+    "duplicates", "rejected_total", "checkpoints", "checkpoint_errors",
     "train/*", "rejected/*", "unlearnable/*", "refused/*",
     # farm.evaluate (held-out evaluation, the headline once present)
     "eval/received", "eval/rounds", "eval/success_rate", "eval/ci_low", "eval/ci_high",

@@ -1,0 +1,75 @@
+"""``distrl broker`` stops cleanly on SIGTERM, SIGINT and SIGHUP: exit status 0, no
+mosquitto left running, its temp dir removed."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from farm.broker import find_mosquitto
+
+_CODE = ("import sys; from farm.cli_broker import broker; "
+         "sys.argv=['distrl-broker','--port','0','--backend','mosquitto']; broker()")
+
+
+def _mosquitto_child(parent: psutil.Process, timeout: float = 30.0) -> psutil.Process:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for child in parent.children(recursive=True):
+            if "mosquitto" in child.name():
+                return child
+        time.sleep(0.05)  # polling for a process to appear, not synchronising on time
+    raise AssertionError("no mosquitto child")
+
+
+@pytest.mark.skipif(find_mosquitto() is None, reason="no mosquitto binary")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_signal_stops_broker_and_cleans_up(sig: signal.Signals) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", _CODE], stderr=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[1])
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        while line and "listening" not in line:
+            line = proc.stderr.readline()
+        assert "listening on mqtt://127.0.0.1:" in line
+        child = _mosquitto_child(psutil.Process(proc.pid))
+        conf = Path(child.cmdline()[child.cmdline().index("-c") + 1])
+        data_dir = conf.parent
+        assert data_dir.is_dir() and data_dir.name.startswith("distrl-broker-")
+        proc.send_signal(sig)
+        assert proc.wait(30) == 0
+        # the broker waited for mosquitto before exiting: gone, not even a zombie
+        with pytest.raises(psutil.NoSuchProcess):
+            child.status()
+        assert not data_dir.exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.mark.skipif(find_mosquitto() is None, reason="no mosquitto binary")
+def test_broker_dying_is_an_error() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", _CODE], stderr=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[1])
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        while line and "listening" not in line:
+            line = proc.stderr.readline()
+        child = _mosquitto_child(psutil.Process(proc.pid))
+        os.kill(child.pid, signal.SIGKILL)
+        assert proc.wait(30) == 1
+        assert proc.stderr.read().count("broker exited") == 1
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
