@@ -33,7 +33,8 @@ pytestmark = [
 ]
 
 REPO = Path(__file__).resolve().parents[1]
-SERIAL_ROW = re.compile(r"^\S*\s+(127\.0\.0\.1:\d+)\s+(\w+)\s", re.M)  # thumb, serial, state
+# a sim phone's serial, in a wall tile or a list row (not the broker URL's mqtt://host:port)
+SERIAL = re.compile(r"(?<![/\w.:])(127\.0\.0\.1:\d+)")
 EPISODES = re.compile(r"│ episodes (\d+) │")
 STARTUP_S = 40.0  # rows and a rising episode total on a loaded 2-core box
 SHUTDOWN_S = 45.0  # farm flush + learner checkpoint, each bounded by the demo
@@ -155,7 +156,7 @@ def test_demo_shows_devices_and_rising_episodes_and_q_exits_cleanly(tmux: Tmux,
                     demo_pid = int(json.loads(p.read_text())["demo"])
         if demo_pid is not None:
             tree |= _descendants(demo_pid)  # learner, farm, sims, mosquitto, TUI …
-        serials |= {s for s, _state in SERIAL_ROW.findall(screen)}
+        serials |= set(SERIAL.findall(screen))
         m = EPISODES.search(screen)
         if m and (not totals or int(m.group(1)) != totals[-1]):
             totals.append(int(m.group(1)))

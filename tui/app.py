@@ -37,6 +37,8 @@ from tui.logs import LogsScreen
 from tui.modals import ConfirmScreen, HelpScreen, PromptScreen
 from tui.model import FleetModel
 from tui.source import ConnectionChanged, DataSource, SourceClosed
+from tui.terminal import force_color_system
+from tui.wall import PhoneWall
 
 __all__ = ["DistrlTui"]
 
@@ -62,8 +64,17 @@ class DistrlTui(App[None]):
     def __init__(self, source: DataSource, *, readonly: bool = False,
                  clock: Callable[[], float] = time.time, tick_s: float = 0.125,
                  thumb_rows: int = 4, notify_limit: int = 3,
-                 crash_log: Path | None = None, quit_hint: str | None = None) -> None:
+                 crash_log: Path | None = None, quit_hint: str | None = None,
+                 fleet_view: str = "wall", color: str = "auto", image: str = "halfblock"
+                 ) -> None:
         super().__init__()
+        if fleet_view not in ("wall", "list"):
+            raise ValueError(f"fleet_view must be wall or list, not {fleet_view!r}")
+        if image not in ("halfblock", "native"):
+            raise ValueError(f"image must be halfblock or native, not {image!r}")
+        self.fleet_view = fleet_view
+        self.image = image
+        self.color = force_color_system(self.console, color)
         self.quit_hint = quit_hint or "Leave the TUI (the farm keeps running)"
         self.source = source
         self.crash_log = crash_log
@@ -74,6 +85,7 @@ class DistrlTui(App[None]):
         self.notify_limit = notify_limit
         self.model = FleetModel(clock)
         self.decoder = FrameDecoder(thumb_rows, self.thumb_cols)
+        self.decoder.native = image == "native"
         self.ticks = 0
 
     # ------------------------------------------------------------ lifecycle
@@ -190,10 +202,12 @@ class DistrlTui(App[None]):
             return out
 
         for title, cls in (("Everywhere", type(self)), ("Fleet", FleetScreen),
-                           ("Fleet table", FleetTable), ("Device", DeviceScreen)):
+                           ("Fleet wall", PhoneWall), ("Fleet list", FleetTable),
+                           ("Device", DeviceScreen)):
             rows = [kv for kv in keys_of(cls) if kv[0] not in seen or title == "Device"]
             seen.update(k for k, _ in rows)
-            sections.append((title, rows))
+            if rows:  # the list's keys are mostly the wall's: no empty heading
+                sections.append((title, rows))
         acts = [(key, f"{label} (confirm first)" if name == "quarantine" else label)
                 for name, (key, label, _op) in MUTATIONS.items()]
         sections.append(("Device actions (fleet and device screens)"

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from distrl_sdk.wire import topics
+from tui.terminal import COLOR_CHOICES, IMAGE_CHOICES
 
 __all__ = ["main", "tui"]
 
@@ -27,18 +28,31 @@ DEFAULT_BROKER = "mqtt://127.0.0.1:1883"
               help="Watch only: every command (pause, quarantine, run task …) is disabled.")
 @click.option("--thumb-rows", default=4, show_default=True, type=click.IntRange(1, 12),
               help="Height of the fleet table's thumbnails, in terminal rows.")
+@click.option("--view", type=click.Choice(["wall", "list"]), default="wall", show_default=True,
+              envvar="DISTRL_TUI_VIEW",
+              help="The fleet as a wall of phone tiles or as a list (w switches).")
+@click.option("--color", type=click.Choice(COLOR_CHOICES), default="auto", show_default=True,
+              envvar="DISTRL_TUI_COLOR",
+              help="Colours: auto detects 24-bit colour (COLORTERM, the terminal, a tmux "
+                   "client with RGB); truecolor forces it (tmux without COLORTERM); 256 "
+                   "limits to the 256-colour palette (env DISTRL_TUI_COLOR).")
+@click.option("--image", type=click.Choice(IMAGE_CHOICES), default="auto", show_default=True,
+              envvar="DISTRL_TUI_IMAGE",
+              help="The device screen's picture: native draws the real image with the "
+                   "terminal's graphics (Kitty, Sixel, iTerm2); halfblock uses coloured "
+                   "cells (any terminal, tmux); auto asks the terminal.")
 @click.option("--crash-log", type=click.Path(dir_okay=False, path_type=Path), default=None,
               envvar="DISTRL_TUI_CRASH_LOG",
               help="If the TUI crashes, also write the traceback to this file "
                    "(env DISTRL_TUI_CRASH_LOG).")
 @click.option("--quit-hint", default=None, hidden=True,
               help="What q does, for the help screen (`distrl demo`: q stops it all).")
-def tui(broker: str, farm: str, readonly: bool, thumb_rows: int,
-        crash_log: Path | None, quit_hint: str | None) -> None:
+def tui(broker: str, farm: str, readonly: bool, thumb_rows: int, view: str, color: str,
+        image: str, crash_log: Path | None, quit_hint: str | None) -> None:
     """Terminal UI for a DistRL farm: live device screens, learner curves, logs.
 
-    Keys: 1 fleet, 2 learner, 3 logs, enter a device, / filter, s sort, ? help,
-    ctrl+p command palette, q quit.
+    Keys: 1 fleet, 2 learner, 3 logs, enter a device, w wall/list, / filter, s sort,
+    ? help, ctrl+p command palette, q quit.
     """
     from distrl_sdk.wire.broker_url import parse_broker_url
     from tui.mqtt_source import MqttSource
@@ -52,9 +66,15 @@ def tui(broker: str, farm: str, readonly: bool, thumb_rows: int,
     if not sys.stdout.isatty():
         raise click.UsageError("the TUI needs a terminal (stdout is not a TTY)")
     from tui.app import DistrlTui
+    from tui.terminal import detect_color, detect_image
 
+    if color == "auto":
+        color = detect_color()
+    if image == "auto":
+        image = detect_image()  # asks the terminal: before Textual takes it over
     app = DistrlTui(MqttSource(broker, farm), readonly=readonly, thumb_rows=thumb_rows,
-                    crash_log=crash_log, quit_hint=quit_hint)
+                    crash_log=crash_log, quit_hint=quit_hint, fleet_view=view, color=color,
+                    image=image)
     app.run()
     # Textual sets 1 after an unhandled exception: the caller (e.g. `distrl demo`) must
     # be able to tell a crash from a quit

@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from PIL import Image
+
 from distrl_sdk.wire import DeviceFrame
 from tui.imaging import HalfBlock, decode, draw_marks, fit_cells, halfblock, marks_of
 
@@ -32,6 +34,8 @@ class Rendered:
     thumb: HalfBlock | None
     big: HalfBlock | None = None  # only for the device in focus
     error: str | None = None
+    tile: HalfBlock | None = None  # the wall's bigger thumbnail, once a tile size is set
+    picture: Image.Image | None = None  # the focus device's frame with its marks (native)
 
 
 @dataclass
@@ -60,6 +64,8 @@ class FrameDecoder:
         self._last: dict[DeviceKey, FrameJob] = {}
         self._done: dict[DeviceKey, Rendered] = {}
         self._focus: tuple[DeviceKey, int, int] | None = None
+        self._tile: tuple[int, int] | None = None
+        self.native = False  # also hand the focus device's picture over (terminal graphics)
         self._thread: threading.Thread | None = None
         self._busy = False
 
@@ -99,6 +105,22 @@ class FrameDecoder:
                 self._pending[key] = self._last[key]
         self._wake.set()
 
+    def set_tile(self, cols: int, rows: int) -> None:
+        """Also render every frame as a wall tile of up to ``cols``×``rows`` cells; a new
+        size re-renders each device's newest frame (the wall was resized)."""
+        tile = (max(1, cols), max(1, rows))
+        with self._lock:
+            if tile == self._tile:
+                return
+            self._tile = tile
+            for key, job in self._last.items():
+                self._pending.setdefault(key, job)
+        self._wake.set()
+
+    @property
+    def tile(self) -> tuple[int, int] | None:
+        return self._tile
+
     @property
     def idle(self) -> bool:
         """Nothing queued and nothing being rendered (tests wait for this)."""
@@ -111,24 +133,34 @@ class FrameDecoder:
             done, self._done = self._done, {}
         return done
 
-    def render(self, job: FrameJob, focus: tuple[DeviceKey, int, int] | None) -> Rendered:
-        """One frame → thumbnail (and the large picture when in focus). Public so the
-        tests and the benchmark can time it without the thread."""
+    def render(self, job: FrameJob, focus: tuple[DeviceKey, int, int] | None,
+               tile: tuple[int, int] | None = None) -> Rendered:
+        """One frame → thumbnail, wall tile (with ``tile``) and the large picture when in
+        focus. Public so the tests and the benchmark can time it without the thread."""
         f = job.frame
         try:
             tc, tr = fit_cells(f.width, f.height, self.thumb_cols, self.thumb_rows)
             want = (tc, 2 * tr)
-            big = None
-            if focus is not None and focus[0] == job.key:
+            big = picture = tile_hb = None
+            in_focus = focus is not None and focus[0] == job.key
+            if focus is not None and in_focus:
                 bc, br = fit_cells(f.width, f.height, focus[1], focus[2])
                 want = (max(want[0], bc), max(want[1], 2 * br))
-            img = decode(job.data, want)
+            if tile is not None:
+                wc, wr = fit_cells(f.width, f.height, *tile)
+                want = (max(want[0], wc), max(want[1], 2 * wr))
+            # a terminal with graphics shows the frame at its own resolution
+            img = decode(job.data, None if in_focus and self.native else want)
             thumb = halfblock(img, tc, tr)
-            if focus is not None and focus[0] == job.key:
-                bimg = img.resize((bc, 2 * br))
+            if tile is not None:
+                tile_hb = halfblock(img, wc, wr)
+            if in_focus:
                 marks = marks_of(f.actions, f.screen_width, f.screen_height)
+                bimg = img.resize((bc, 2 * br))
                 big = halfblock(draw_marks(bimg, marks), bc, br, resize=False)
-            return Rendered(job.key, f, thumb, big)
+                if self.native:
+                    picture = draw_marks(img, marks)
+            return Rendered(job.key, f, thumb, big, tile=tile_hb, picture=picture)
         except Exception as e:  # a corrupt image is shown as an error, never raised
             return Rendered(job.key, f, None, None, f"{type(e).__name__}: {e}"[:200])
 
@@ -138,12 +170,12 @@ class FrameDecoder:
             self._wake.clear()
             with self._lock:
                 jobs, self._pending = self._pending, {}
-                focus = self._focus
+                focus, tile = self._focus, self._tile
                 self._busy = bool(jobs)
             if not jobs:
                 continue
             t0 = time.thread_time()
-            out = [self.render(j, focus) for j in jobs.values()]
+            out = [self.render(j, focus, tile) for j in jobs.values()]
             with self._lock:
                 for r in out:
                     self._done[r.key] = r

@@ -3,8 +3,9 @@ half-block cells with the agent's last actions drawn on it (red rings: taps, yel
 arrows: swipes), the current instruction, the UI elements of the newest frame (the one
 under the newest tap highlighted), the action history and the device's log.
 
-No terminal graphics protocol (Kitty/Sixel) is used: half-block works in every
-terminal, in tmux and in SVG snapshots, and a 1 Hz picture does not need more."""
+With ``--image native`` (auto-detected by ``distrl tui``) the picture is the real frame
+drawn through the terminal's graphics (Kitty, Sixel, iTerm2) by textual-image; half-block
+is the default because it works in every terminal, in tmux and in SVG snapshots."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
+from textual.widget import Widget
 from textual.widgets import Footer, Static
 
 from tui.base import DeviceActionsScreen
@@ -31,6 +33,7 @@ class DeviceScreen(DeviceActionsScreen):
     DeviceScreen #title { height: 1; background: $primary; padding: 0 1; }
     DeviceScreen #body { height: 1fr; }
     DeviceScreen #screen { width: auto; min-width: 20; height: 1fr; padding: 0 1; }
+    DeviceScreen #native { width: 40%; height: 1fr; }
     DeviceScreen #side { width: 3fr; }
     DeviceScreen #elements { width: 2fr; height: 1fr; border: round $secondary;
                              padding: 0 1; }
@@ -50,6 +53,9 @@ class DeviceScreen(DeviceActionsScreen):
     def compose(self) -> ComposeResult:
         yield Static(id="title")
         with Horizontal(id="body"):
+            native = _native_image() if self.tui.image == "native" else None
+            if native is not None:
+                yield native
             yield Static(id="screen")
             with Vertical(id="side"):
                 yield Static(id="info")
@@ -93,7 +99,11 @@ class DeviceScreen(DeviceActionsScreen):
             f"[b]{dev.label}[/b] · [{STATE_STYLE.get(dev.state, '')}]{dev.state}[/] · "
             "esc: back to the fleet")
         screen = self.query_one("#screen", Static)
-        if dev.big is not None:
+        native = self.query("#native")
+        if native and dev.picture is not None:
+            native.first().image = dev.picture  # type: ignore[attr-defined]
+            screen.display = False
+        elif dev.big is not None:
             screen.update(dev.big)
         elif dev.frame_error:
             screen.update(Text(f"bad frame:\n{dev.frame_error}", style="red"))
@@ -135,3 +145,13 @@ class DeviceScreen(DeviceActionsScreen):
             row("screen", f"{f.screen_width}x{f.screen_height} (frame {f.width}x{f.height})")
         t.rstrip()
         return t
+
+
+def _native_image() -> Widget | None:
+    """textual-image's widget, which picks Kitty graphics or Sixel for this terminal
+    (None where the library cannot load: the half-block picture stays)."""
+    try:
+        from textual_image.widget import Image as NativeImage
+    except Exception:
+        return None
+    return NativeImage(id="native")

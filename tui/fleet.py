@@ -1,5 +1,6 @@
-"""The Fleet screen: one table row per device with its live thumbnail, a ``/`` filter,
-sort keys and the fleet totals in a status bar.
+"""The Fleet screen: a wall of phone tiles (:mod:`tui.wall`) or one table row per
+device with its live thumbnail (``w`` toggles), a ``/`` filter, sort keys and the fleet
+totals in a status bar.
 
 Updates are cheap on purpose (research/tui_style.md A4): a row is redrawn only when its
 device changed (:class:`~tui.fleet_table.FleetTable` repaints just that row), the rows
@@ -21,6 +22,7 @@ from tui.base import DeviceActionsScreen
 from tui.decoder import DeviceKey
 from tui.fleet_table import FleetTable
 from tui.model import SORT_KEYS, DeviceView
+from tui.wall import PhoneWall, Tile
 
 __all__ = ["STATE_STYLE", "FleetScreen"]
 
@@ -45,6 +47,10 @@ class FleetScreen(DeviceActionsScreen):
     FleetScreen #title { height: 1; background: $primary; color: $text; padding: 0 1; }
     FleetScreen #header { height: 1; background: $panel; padding: 0 0 0 0; }
     FleetScreen #fleet { height: 1fr; }
+    FleetScreen #wall { height: 1fr; display: none; }
+    FleetScreen.-wall #wall { display: block; }
+    FleetScreen.-wall #fleet { display: none; }
+    FleetScreen.-wall #header { display: none; }
     FleetScreen #filter { display: none; height: 3; }
     FleetScreen #filter.-shown { display: block; }
     FleetScreen #statusbar { height: 1; background: $panel; padding: 0 1; }
@@ -55,6 +61,8 @@ class FleetScreen(DeviceActionsScreen):
                 key_display="/"),
         Binding("s", "sort", "Sort", tooltip="Cycle the sort column"),
         Binding("S", "reverse", "Reverse", tooltip="Reverse the sort order"),
+        Binding("w", "toggle_view", "Wall/list", show=False,  # shown by the view itself
+                tooltip="Switch between the wall of phones and the list"),
         Binding("escape", "clear_filter", "Clear filter", show=False),
     ]
 
@@ -67,12 +75,15 @@ class FleetScreen(DeviceActionsScreen):
         self._shown_rev: dict[DeviceKey, int] = {}
         self._membership_rev = -1
         self._status_line = ""
+        self.view = self.tui.fleet_view
+        self.set_class(self.view == "wall", "-wall")
 
     def compose(self) -> ComposeResult:
         yield Static(id="title")
         yield Static(id="header")
         yield FleetTable([("thumb", "scr", self.tui.thumb_cols), *COLUMNS],
                          self.tui.thumb_rows, id="fleet")
+        yield PhoneWall(id="wall")
         yield Input(placeholder="filter: words must all match, !word excludes (esc clears)",
                     id="filter")
         yield Static(id="statusbar")
@@ -82,14 +93,46 @@ class FleetScreen(DeviceActionsScreen):
     def table(self) -> FleetTable:
         return self.query_one("#fleet", FleetTable)
 
+    @property
+    def wall(self) -> PhoneWall:
+        return self.query_one("#wall", PhoneWall)
+
+    @property
+    def active_view(self) -> FleetTable | PhoneWall:
+        return self.wall if self.view == "wall" else self.table
+
     def on_mount(self) -> None:
         self.query_one("#header", Static).update(self.table.header())
+        self.active_view.focus()
         self.refresh_from_model()
 
     # ------------------------------------------------------------ actions
     def current_device(self) -> DeviceKey | None:
-        key = self.table.current_key
+        key = self.active_view.current_key
         return key if isinstance(key, tuple) else None
+
+    def move_to(self, key: DeviceKey) -> None:
+        """Put the cursor on ``key`` in both views."""
+        self.table.move_to(key)
+        self.wall.move_to(key)
+
+    def action_toggle_view(self) -> None:
+        current = self.current_device()
+        self.view = "list" if self.view == "wall" else "wall"
+        self.set_class(self.view == "wall", "-wall")
+        self._order = []  # the view now shown is rebuilt from the model
+        self.refresh_from_model()
+        if current is not None:
+            self.active_view.move_to(current)
+        self.active_view.focus()
+        self.notify(f"{self.view} view (w switches)", timeout=2)
+
+    def on_phone_wall_selected(self, event: PhoneWall.Selected) -> None:
+        self.action_open()
+
+    def on_phone_wall_resized(self, event: PhoneWall.Resized) -> None:
+        lay = event.grid
+        self.tui.decoder.set_tile(lay.screen_cols, lay.screen_rows)
 
     def action_open(self) -> None:
         key = self.current_device()
@@ -111,7 +154,7 @@ class FleetScreen(DeviceActionsScreen):
         box.value = ""
         box.remove_class("-shown")
         self.query_text = ""
-        self.table.focus()
+        self.active_view.focus()
         self.refresh_from_model()
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -123,7 +166,7 @@ class FleetScreen(DeviceActionsScreen):
         if event.input.id == "filter":
             if not event.value.strip():
                 event.input.remove_class("-shown")
-            self.table.focus()
+            self.active_view.focus()
 
     def action_sort(self) -> None:
         self.sort_key = SORT_KEYS[(SORT_KEYS.index(self.sort_key) + 1) % len(SORT_KEYS)]
@@ -167,13 +210,43 @@ class FleetScreen(DeviceActionsScreen):
             f"{datetime.fromtimestamp(s.updated_at, UTC):%H:%M:%S}",
         }
 
+    def _tile(self, dev: DeviceView) -> Tile:
+        s = dev.status
+        state = Text(dev.state, style=STATE_STYLE.get(dev.state, ""), no_wrap=True)
+        if s is not None and s.step is not None:
+            state.append(f" s{s.step}")
+        if s is not None and s.episode_return is not None:
+            state.append(f" {s.episode_return:+.2f}")
+        task = "-" if s is None else (s.task or s.instruction or s.detail or "-")
+        return Tile(serial=dev.key[1], state=state, task=task, picture=dev.tile,
+                    placeholder="bad frame" if dev.frame_error else "no frame yet")
+
+    def _refresh_wall(self, order: list[DeviceKey]) -> None:
+        model, w = self.tui.model, self.wall
+        if order != self._order:
+            tiles = {}
+            for key in order:
+                dev = model.devices[key]
+                tiles[key] = self._tile(dev)
+                self._shown_rev[key] = dev.rev
+            w.set_tiles(order, tiles)
+            self._order = order
+            return
+        for key in order:
+            dev = model.devices[key]
+            if self._shown_rev.get(key) != dev.rev:
+                self._shown_rev[key] = dev.rev
+                w.update_tile(key, self._tile(dev))
+
     def refresh_from_model(self) -> None:
         if not self.is_mounted:
             return
         model = self.tui.model
         t = self.table
         order = model.visible(self.query_text, self.sort_key, self.reverse)
-        if order != self._order:
+        if self.view == "wall":
+            self._refresh_wall(order)
+        elif order != self._order:
             cells = {}
             for key in order:
                 dev = model.devices[key]
@@ -212,8 +285,9 @@ class FleetScreen(DeviceActionsScreen):
         farms = "".join(f" · farm {escape(f)} "
                         + ("[green]● up[/]" if up else "[red]● offline[/]")
                         for f, up in tui.model.farm_links())
-        title = (f"[b]DistRL[/b] fleet · {tui.source.description} · {link}{farms}"
-                 + (" · [yellow]READ-ONLY[/]" if tui.readonly else ""))
+        # READ-ONLY before the link: a long disconnect reason must not push it off screen
+        title = (f"[b]DistRL[/b] fleet · {tui.source.description} · "
+                 + ("[yellow]READ-ONLY[/] · " if tui.readonly else "") + f"{link}{farms}")
         bad = sum(tui.model.garbage.values())
         hidden = f" (shown {shown})" if shown != tot.total else ""
         line = (f"{self._learner_part()}devices {tot.total}{hidden} │ "

@@ -37,6 +37,10 @@ class FleetTable(ScrollView, can_focus=True):
     """
     COMPONENT_CLASSES: ClassVar[set[str]] = {"fleet-table--cursor", "fleet-table--odd"}
     BINDINGS: ClassVar[list[BindingType]] = [
+        # the fleet screen's view switch, first in the footer (the focused widget's keys
+        # lead it), so that it is seen at 80 columns
+        Binding("w", "screen.toggle_view", "Wall", tooltip="Show the fleet as a wall of "
+                "phones"),
         Binding("up,k", "move(-1)", "Up", show=False),
         Binding("down,j", "move(1)", "Down", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),

@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from PIL import Image
+
 from distrl_sdk.wire import (
     FARM_STATUS_ID,
     Chunk,
@@ -127,6 +129,8 @@ class DeviceView:
     frame: DeviceFrame | None = None
     thumb: HalfBlock | None = None
     big: HalfBlock | None = None
+    tile: HalfBlock | None = None  # the wall's thumbnail
+    picture: Image.Image | None = None  # the device screen's, for terminal graphics
     frame_error: str | None = None
     last_seen: float = 0.0
     rev: int = 0  # bumped on every change; screens compare it with what they show
@@ -405,6 +409,10 @@ class FleetModel:
             dev.thumb = r.thumb
             if r.big is not None:
                 dev.big = r.big
+            if r.tile is not None:
+                dev.tile = r.tile
+            if r.picture is not None:
+                dev.picture = r.picture
         dev.rev += 1
 
     # -------------------------------------------------------------- views

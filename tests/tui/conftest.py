@@ -58,5 +58,7 @@ def source() -> FakeSource:
 @pytest.fixture
 def make_app(source: FakeSource) -> Callable[..., DistrlTui]:
     def make(**kw: object) -> DistrlTui:
+        # these tests read the list's rows; the wall has its own (tests/tui/test_wall.py)
+        kw.setdefault("fleet_view", "list")
         return DistrlTui(source, clock=fixed_clock, **kw)  # type: ignore[arg-type]
     return make

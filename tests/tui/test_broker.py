@@ -89,6 +89,6 @@ async def test_survives_garbage_and_a_broker_restart() -> None:
             ready = asyncio.Event()
             task = asyncio.create_task(listen())
             await asyncio.wait_for(ready.wait(), 10)
-            await pilot.press("down", "r")
+            await pilot.press("right", "r")  # the wall: the next tile
             await asyncio.wait_for(task, 10)
             assert [(c.op, c.device_id) for c in got] == [("reconnect", "sim-1")]

@@ -60,7 +60,7 @@ async def test_tui_watches_and_operates_a_real_farm(tmp_path: Path) -> None:
                     assert not m.garbage, m.garbage  # the farm speaks the contract
                     screen = app.screen
                     assert isinstance(screen, FleetScreen)
-                    screen.table.move_to(keys[0])
+                    screen.move_to(keys[0])
                     await pilot.press("p")
                     await until(lambda: any(r.ok for r in m.results.values()), 20,
                                 "the farm's answer to pause")

@@ -36,7 +36,8 @@ _MUT = tuple(k for k, _l, _o in MUTATIONS.values())
 #: screen → every key bound there (its own, the app's, the focused widget's, dialogs')
 KEYS: dict[str, tuple[str, ...]] = {
     "fleet": (*_GLOBAL, "enter", "escape", "slash", "s", "S", "up", "down", "k", "j",
-              "pageup", "pagedown", "home", "end", "tab", *_MUT),
+              "left", "right", "pageup", "pagedown", "home", "end", "tab", "w", "down",
+              "enter", "escape", "w", *_MUT),
     "device": (*_GLOBAL, "escape", "up", "down", "tab", *_MUT),
     "learner": (*_GLOBAL, "escape", "up", "down", "pageup", "pagedown", "home", "end", "tab"),
     "logs": (*_GLOBAL, "escape", "up", "down", "pageup", "end", "tab"),
@@ -92,7 +93,7 @@ async def goto(pilot: Pilot[None], app: DistrlTui, screen: str) -> None:
         await pilot.press(k)
         if isinstance(app.screen, FleetScreen):  # `tab` or the filter took the focus
             app.screen.action_clear_filter()
-            app.screen.table.focus()
+            app.screen.active_view.focus()
             await pilot.pause()
     if screen in SCREEN_TYPE:
         assert isinstance(app.screen, SCREEN_TYPE[screen]), (screen, app.screen)

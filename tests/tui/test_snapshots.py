@@ -20,7 +20,8 @@ Compare = Callable[..., bool]
 
 def fleet_app(readonly: bool = False) -> tuple[DistrlTui, FakeSource]:
     src = FakeSource()
-    return DistrlTui(src, clock=fixed_clock, readonly=readonly), src
+    # the list view (`w`); the wall's snapshots are in tests/tui/test_wall.py
+    return DistrlTui(src, clock=fixed_clock, readonly=readonly, fleet_view="list"), src
 
 
 def populate(src: FakeSource) -> None:
