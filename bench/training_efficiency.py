@@ -6,8 +6,10 @@ replay. Per seed:
 
 1. ``distrl demos record`` — the oracle on the train split, ``--demos-per-task`` episodes
    per task family (the budget; default 4, which leaves SFT alone under 50 % held out).
-2. ``distrl sft`` — behaviour cloning of a fresh UI-tree policy with the reading prior
-   and the overlap feature **off**.
+2. ``distrl sft`` — behaviour cloning of a fresh UI-tree policy with the hand-made
+   reading prior **off** (``overlap_prior=0``). The overlap *feature* (an input: how much
+   of the instruction a candidate's text names, whose weight the network learns) is on
+   unless ``--no-overlap-feature``; the scratch arm has neither.
 3. Arms, one after another on the same sim phones, the same wall-clock ``--duration``
    and the same evaluation schedule (``--eval-every`` s; a round = every task's test
    instances, ``--eval-episodes`` each, the same instances every round):
@@ -74,8 +76,13 @@ ARMS: dict[str, tuple[str | None, Mode | None, bool]] = {
 LABELS = {"sft": "SFT only", "aride": "SFT + A-RIDE async",
           "digirl-async": "SFT + DigiRL-style async", "digirl-sync": "SFT + DigiRL-style sync",
           "scratch": "A-RIDE from scratch"}
-#: the headline arms' policy: no hand-made reading help
+#: the scratch arm's policy: no hand-made reading help at all
 NO_PRIOR = {"overlap_prior": 0.0, "overlap_feature": False}
+
+
+def sft_policy_config(opts: argparse.Namespace, seed: int) -> dict[str, Any]:
+    """The SFT arms' fresh policy: never the logit prior; the overlap input if asked."""
+    return {"overlap_prior": 0.0, "overlap_feature": opts.overlap_feature, "seed": seed}
 
 
 @dataclass
@@ -135,8 +142,9 @@ def prepare_sft(opts: argparse.Namespace, seed: int, out: Path, selection: list[
                 str(seed), "--out", str(demos), "--no-frames", log_path=demos.with_suffix(".log"))
     if not (opts.reuse and (ckpt / "policy.json").is_file()):
         run_cli("sft", "--demos", str(demos), "--policy", "uitree", "--policy-config",
-                json.dumps({**NO_PRIOR, "seed": seed}), "--epochs", str(opts.sft_epochs),
-                "--seed", str(seed), "--threads", str(opts.torch_threads), "--out", str(ckpt),
+                json.dumps(sft_policy_config(opts, seed)), "--epochs", str(opts.sft_epochs),
+                "--lr", str(opts.sft_lr), "--seed", str(seed), "--threads",
+                str(opts.torch_threads), "--out", str(ckpt),
                 log_path=ckpt.with_suffix(".log"))
     return ckpt
 
@@ -149,13 +157,13 @@ def make_trainer(algo: str, policy: Any, opts: argparse.Namespace, seed: int) ->
         return ARIDETrainer(policy, ARIDEConfig(
             actor_lr=opts.actor_lr, critic_lr=opts.critic_lr, traj_critic_lr=opts.critic_lr,
             batch_episodes=opts.batch, min_episodes=opts.min_episodes,
-            entropy_coef=opts.entropy, seed=seed, **horizon))
+            entropy_coef=opts.entropy, demo_coef=opts.demo_coef, seed=seed, **horizon))
     from distrl_sdk.learn.digirl import DigiRLConfig, DigiRLTrainer
 
     return DigiRLTrainer(policy, DigiRLConfig(
         actor_lr=opts.actor_lr, critic_lr=opts.critic_lr, traj_critic_lr=opts.critic_lr,
         batch_episodes=opts.batch, actor_batch_episodes=opts.batch,
-        min_episodes=opts.min_episodes, seed=seed))
+        min_episodes=opts.min_episodes, demo_coef=opts.demo_coef, seed=seed))
 
 
 async def run_arm(arm: str, seed: int, sft: Path, reg: DeviceRegistry, tasks: list[type[Task]],
@@ -168,6 +176,13 @@ async def run_arm(arm: str, seed: int, sft: Path, reg: DeviceRegistry, tasks: li
         policy = UITreePolicy.from_config({**NO_PRIOR, "seed": seed})
     # the SFT-only arm still needs a trainer for the learner's plumbing; it never updates
     trainer = make_trainer(algo or "aride", policy, opts, seed)
+    if from_sft and opts.demo_coef > 0:  # the SFT arms keep their demonstrations in play
+        from distrl_sdk.learn.demos import read_demos
+        from distrl_sdk.learn.sft import sft_examples
+
+        steps, _ = sft_examples(policy, read_demos(sft.parent / "demos", frames=False,
+                                                   split="train"))
+        trainer.add_demonstrations(steps)  # type: ignore[attr-defined]
     learner = LocalLearner(trainer, LocalLearnerConfig(
         schedule="rounds" if mode == "sync" else "concurrent",
         updates_per_round=opts.updates_per_round, torch_threads=opts.torch_threads,
@@ -371,12 +386,19 @@ def main() -> None:
     ap.add_argument("--task", dest="tasks", action="append", default=[])
     ap.add_argument("--demos-per-task", type=int, default=4)
     ap.add_argument("--sft-epochs", type=int, default=20)
+    ap.add_argument("--sft-lr", type=float, default=1e-3)
+    ap.add_argument("--overlap-feature", action=argparse.BooleanOptionalAction, default=True,
+                    help="the SFT arms' policy reads instruction/element word overlap as an "
+                         "input (its weight learned; the logit prior stays off either way)")
     ap.add_argument("--eval-every", type=float, default=180.0, help="seconds between rounds")
     ap.add_argument("--eval-episodes", type=int, default=1, help="per task and round")
     ap.add_argument("--eval-seed", type=int, default=0, help="which test instances")
     ap.add_argument("--actor-lr", type=float, default=3e-4)
     ap.add_argument("--critic-lr", type=float, default=1e-3)
     ap.add_argument("--entropy", type=float, default=0.01, help="β")
+    ap.add_argument("--demo-coef", type=float, default=0.0,
+                    help="the SFT arms' demonstration anchor: weight of −log π of the "
+                         "demonstrated actions in every actor update (0 = off)")
     ap.add_argument("--batch", type=int, default=16, help="episodes per update")
     ap.add_argument("--min-episodes", type=int, default=32)
     ap.add_argument("--replay-ratio", type=float, default=0.5,

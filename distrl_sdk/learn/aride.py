@@ -117,6 +117,10 @@ class ARIDEConfig:
     entropy_coef_max: float = 1.0  # β + b never exceeds this
     invalid_penalty: float = 1.0  # κ, weight of P_invalid (paper's "λ"; value unknown)
     step_cost: float = 0.0  # subtracted from every step's reward (a cost per action)
+    # the demonstration anchor (ActorCriticState.add_demonstrations): weight of the mean
+    # −log π of demonstrated actions added to the actor loss; 0 = off
+    demo_coef: float = 0.0
+    demo_batch_steps: int = 64  # demonstration steps per update
     normalize_advantage: bool = False  # A ← (A − mean) / std over the batch's steps
     traj_filter_quantile: float = 0.0  # q; 0 = no filter (code's actor buffer: 0.9)
     traj_filter_sample: int = 256  # stored episodes the filter's quantile is estimated on
@@ -163,6 +167,8 @@ class ARIDEConfig:
                   "entropy_coef_lr": self.entropy_coef_lr >= 0,
                   "entropy_coef_max": self.entropy_coef_max >= self.entropy_coef,
                   "step_cost": self.step_cost >= 0,
+                  "demo_coef": self.demo_coef >= 0,
+                  "demo_batch_steps": self.demo_batch_steps >= 1,
                   "traj_filter_quantile": 0 <= self.traj_filter_quantile < 1,
                   "traj_filter_sample": self.traj_filter_sample >= 0,
                   "alpha": self.alpha >= 0, "is_beta_start": 0 <= self.is_beta_start <= 1,
@@ -314,6 +320,7 @@ class ARIDETrainer(ActorCriticState):
         self.evicted = {"lag": 0, "stale": 0}  # episodes removed by each bound, cumulative
         # cumulative seconds: whole updates, and the A-RIDE-specific parts inside them
         self.timings = {"update": 0.0, "retrace": 0.0, "priority": 0.0, "refresh": 0.0}
+        self._init_demos(cfg.seed)
 
     # -- Trainer protocol: data in --------------------------------------------
     def add_episode(self, episode: EpisodeRecord) -> bool:
@@ -416,13 +423,17 @@ class ARIDETrainer(ActorCriticState):
         self._step(self.traj_opt, traj_loss, self.traj_critic.parameters())
 
         # 6. actor: −f·ρ̄·A·log π − β_eff·H + κ·ρ̄·P_invalid·log π, IS-weighted
+        # (+ demo_coef · −log π of demonstrated actions: the anchor, when demonstrations are kept)
         keep, threshold = self._traj_filter(batch)
         beta_h = self.entropy_coef()
+        demo_nll = self._demo_nll()
         if cfg.micro_batch is None:
             pg = -(w * keep[:, None] * rho_bar * adv * log_pi).sum() / n_steps
             ent = (w * entropy).sum() / n_steps
             penalty = (w * rho_bar * batch.invalid * log_pi).sum() / n_steps
             actor_loss = pg - beta_h * ent + cfg.invalid_penalty * penalty
+            if demo_nll is not None:
+                actor_loss = actor_loss + cfg.demo_coef * demo_nll
             changed = self._step(self.actor_opt, actor_loss,
                                  self.policy.trainable_parameters())
         else:  # the same loss as per-step coefficients of log π and H, slice by slice
@@ -434,7 +445,13 @@ class ARIDETrainer(ActorCriticState):
             res = accumulate_gradients(self.policy, batch.steps, c_lp[batch.b_idx, batch.t_idx],
                                        c_h[batch.b_idx, batch.t_idx], cfg.micro_batch)
             actor_loss = torch.tensor(res.loss)
-            changed = self._step_accumulated(self.actor_opt, res.finite,
+            finite = res.finite
+            if demo_nll is not None:  # its gradient adds to the accumulated one
+                finite = finite and bool(torch.isfinite(demo_nll))
+                if finite:
+                    (cfg.demo_coef * demo_nll).backward()  # type: ignore[no-untyped-call]
+                    actor_loss = actor_loss + cfg.demo_coef * demo_nll.detach()
+            changed = self._step_accumulated(self.actor_opt, finite,
                                              self.policy.trainable_parameters())
         mean_entropy = float((entropy.detach() * batch.mask).sum() / n_steps)
         if cfg.entropy_target is not None:  # the floor: integrate the entropy shortfall
@@ -476,6 +493,7 @@ class ARIDETrainer(ActorCriticState):
                 "is_weight_mean": float(sample.weights.mean()),
                 "traj_filter_kept": float(keep.mean()), "traj_filter_threshold": threshold,
                 "stale_evicted": float(stale), "lag_pruned": float(pruned),
+                **({} if demo_nll is None else {"demo_nll": float(demo_nll.detach())}),
                 "policy_lag_min": float(lags.min()), "policy_lag_avg": float(lags.mean()),
                 "policy_lag_max": float(lags.max()), "replay_size": float(len(self.replay)),
                 "steps": float(n_steps), "version": float(self.version),

@@ -48,12 +48,16 @@ class DigiRLConfig:
     traj_critic_lr: float = 1e-4  # Adam
     critic_hidden: int = 256
     max_grad_norm: float = 1.0  # (code: 0.01)
+    # the demonstration anchor, as in A-RIDE (ActorCriticState.add_demonstrations); 0 = off
+    demo_coef: float = 0.0
+    demo_batch_steps: int = 64
     seed: int = 0
 
     def __post_init__(self) -> None:
         if not 0 <= self.filter_quantile < 1 or not 0 <= self.gamma <= 1 \
                 or not 0 <= self.dr_lambda <= 1 or self.capacity < 1 \
-                or self.batch_episodes < 1 or self.actor_batch_episodes < 1:
+                or self.batch_episodes < 1 or self.actor_batch_episodes < 1 \
+                or self.demo_coef < 0 or self.demo_batch_steps < 1:
             raise ConfigError(f"DigiRL config out of range: {self}")
 
 
@@ -76,6 +80,7 @@ class DigiRLTrainer(ActorCriticState):
         self.critic_opt = torch.optim.Adam(self.critic.parameters(), lr=cfg.critic_lr)
         self.traj_opt = torch.optim.Adam(self.traj_critic.parameters(), lr=cfg.traj_critic_lr)
         self.timings: dict[str, float] = {"update": 0.0}
+        self._init_demos(cfg.seed)
 
     def add_episode(self, episode: EpisodeRecord) -> bool:
         added = bool(episode.steps) and self.replay.add(episode, 1.0) is not None
@@ -131,6 +136,9 @@ class DigiRLTrainer(ActorCriticState):
             rho = torch.exp((log_pi.detach() - abatch.log_mu).clamp(max=30.0)) * abatch.mask
         n = abatch.mask.sum()
         actor_loss = -(weight * log_pi).sum() / n
+        demo_nll = self._demo_nll()
+        if demo_nll is not None:
+            actor_loss = actor_loss + cfg.demo_coef * demo_nll
         changed = self._step(self.actor_opt, actor_loss, self.policy.trainable_parameters())
 
         self.updates += 1
@@ -146,6 +154,7 @@ class DigiRLTrainer(ActorCriticState):
                 **ratio_stats(rho, abatch.mask, rho_max=1.0, stale_rho=0.1),
                 "positive_advantage": float(weight.sum() / n),
                 "mean_priority": 1.0, "kept_episodes": float(kept.size),
+                **({} if demo_nll is None else {"demo_nll": float(demo_nll.detach())}),
                 "policy_lag_min": float(lags.min()), "policy_lag_avg": float(lags.mean()),
                 "policy_lag_max": float(lags.max()), "replay_size": float(len(self.replay)),
                 "steps": float(n), "version": float(self.version),

@@ -35,10 +35,11 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,35 @@ class ActorCriticState:
 
     def _optimizers(self) -> dict[str, torch.optim.Optimizer]:
         raise NotImplementedError
+
+    # -- the demonstration anchor ------------------------------------------------
+    def _init_demos(self, seed: int) -> None:
+        self.demos: list[StepRecord] = []
+        self._demo_rng = random.Random(seed + 7919)  # apart from replay's own stream
+
+    def add_demonstrations(self, steps: Sequence[StepRecord]) -> int:
+        """Keep demonstration steps (encoded by this policy: :func:`~distrl_sdk.learn.sft.
+        sft_examples`) for the **demonstration anchor**. With the config's ``demo_coef``
+        > 0, every actor update adds ``demo_coef`` × the mean −log π of
+        ``demo_batch_steps`` of them drawn uniformly: behaviour cloning beside the RL loss
+        (demonstrations kept in play, as DQfD and DAPG do), so online RL refines what SFT
+        taught instead of drifting from it. They never enter replay. Returns how many are
+        kept."""
+        prepare = getattr(self.policy, "prepare", None)
+        if prepare is not None:  # featurise once, like replayed steps
+            prepare(list(steps))
+        self.demos.extend(steps)
+        return len(self.demos)
+
+    def _demo_nll(self) -> torch.Tensor | None:
+        """The anchor's loss for this update (mean −log π of sampled demonstration steps),
+        or None when it is off or there are no demonstrations."""
+        coef = float(getattr(self.config, "demo_coef", 0.0))
+        if coef <= 0 or not self.demos:
+            return None
+        n = min(int(self.config.demo_batch_steps), len(self.demos))
+        picks = [self.demos[self._demo_rng.randrange(len(self.demos))] for _ in range(n)]
+        return -self.policy.evaluate(picks).log_prob.mean()
 
     def _step(self, opt: torch.optim.Optimizer, loss: torch.Tensor, params: Any) -> bool:
         """One clipped gradient step; skipped (and counted) if the loss or gradients are

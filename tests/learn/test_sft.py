@@ -6,6 +6,7 @@ and `distrl learner --init` load."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import math
 from collections.abc import AsyncIterator
@@ -183,3 +184,48 @@ def test_vlm_lora_sft_raises_heldout_likelihood(demos: Path, tmp_path: Path) -> 
     ckpt = save_policy(policy, tmp_path / "vlm")
     again, _ = load_policy(ckpt)
     assert evaluate_steps(again, held)["nll"] == pytest.approx(after["nll"], rel=1e-4)
+
+
+@pytest.mark.parametrize("algo", ["aride", "digirl"])
+def test_demonstration_anchor_pulls_the_actor_to_the_demonstrations(demos: Path,
+                                                                   algo: str) -> None:
+    """With demo_coef > 0 every actor update also clones the demonstrations: their NLL
+    (on held-out steps too) falls from a uniform start, where the same updates without
+    the anchor — replay holding only failed episodes — leave it where it was. The
+    demonstrations never enter replay."""
+    from distrl_sdk.learn.api import EpisodeRecord
+    from distrl_sdk.learn.aride import ARIDEConfig, ARIDETrainer
+    from distrl_sdk.learn.digirl import DigiRLConfig, DigiRLTrainer
+
+    def trainer(coef: float) -> Any:
+        policy = build_policy("uitree", {**TINY_UITREE, "overlap_prior": 0.0})
+        common = dict(actor_lr=3e-3, batch_episodes=4, min_episodes=4, demo_coef=coef,
+                      demo_batch_steps=32)
+        t = (ARIDETrainer(policy, ARIDEConfig(**common)) if algo == "aride"  # type: ignore[arg-type]
+             else DigiRLTrainer(policy, DigiRLConfig(**common)))  # type: ignore[arg-type]
+        train, _ = sft_examples(policy, read_demos(demos, split="train", frames=False))
+        assert t.add_demonstrations(train) == len(train) > 0
+        # replay: the same screens acted on uniformly at random, every episode failed
+        rng = torch.Generator().manual_seed(0)
+        for i, ep in enumerate(read_demos(demos, split="train", frames=False)):
+            demo_steps, _ = sft_examples(policy, [ep])
+            steps = [dataclasses.replace(
+                s, choice={"index": int(torch.randint(len(s.obs["c"]), (1,), generator=rng))},
+                log_mu=-math.log(len(s.obs["c"]))) for s in demo_steps]
+            t.add_episode(EpisodeRecord(id=f"f{i}", task=ep.task, instruction=ep.instruction,
+                                        steps=steps, success=False, reward=0.0))
+        assert len(t.replay) == 20  # the failures only: demonstrations are kept apart
+        return t
+
+    for coef, expect_fall in ((1.0, True), (0.0, False)):
+        t = trainer(coef)
+        heldout, _ = sft_examples(t.policy, read_demos(demos, split="test", frames=False))
+        before = evaluate_steps(t.policy, heldout)["nll"]
+        for _ in range(30):
+            m = t.update()
+            assert ("demo_nll" in m) == (coef > 0)
+        after = evaluate_steps(t.policy, heldout)["nll"]
+        if expect_fall:
+            assert after < before - 0.5, (algo, before, after)
+        else:
+            assert after > before - 0.2, (algo, before, after)
