@@ -16,6 +16,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from distrl_sdk.errors import DistRLError
+from distrl_sdk.wire.url_mask import mask_url
+from farm.broker_password import password_file_option
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 console = Console(highlight=False, soft_wrap=True)
@@ -31,9 +33,18 @@ action (or you declined one at --confirm) and the episode stopped.
 
 \b
 The guard (deny-lists of packages, screens, texts under a tap, typed text and shell
-commands; step and time limits) is described in `farm/deploy/guard.py`; --guard FILE
+commands; step and time limits) is described in docs/deploy-guard.md; --guard FILE
 overrides any field, e.g.  max_steps = 15  or  extra_denied_packages = ["com.bank"].
+
+\b
+--policy published --broker URL plays the newest version a running `distrl learner`
+published on that broker (fetched and verified like a farm does); the TUI's `d` key
+builds that command line for the selected phone.
 """
+
+#: the newest policy the learner published on --broker
+PUBLISHED = "published"
+
 
 
 def _fail(message: str, code: int = 2) -> NoReturn:
@@ -49,6 +60,8 @@ def _make_policy(spec: str, seed: int, sample: bool) -> tuple[Any, str]:
         return RandomPolicy(seed), "random"
     if spec == "oracle":
         return None, "oracle"  # built after task setup: it reads the live screen
+    if spec == PUBLISHED:
+        return None, "the learner's newest published policy"  # fetched in _main
     path = Path(spec)
     if not path.exists():
         raise click.UsageError(f"--policy {spec}: no such checkpoint directory "
@@ -77,8 +90,9 @@ def _confirm(report: Any) -> bool:
               help="Serial on the adb server: USB serial, HOST:PORT (adb connect-ed if "
                    "needed), emulator-5554, or a sim phone's 127.0.0.1:PORT.")
 @click.option("--policy", "-p", "policy_spec", required=True,
-              help="Checkpoint directory (policy.json + policy.safetensors), or `random`, "
-                   "or `oracle` (the task's scripted solution; needs --task).")
+              help="Checkpoint directory (policy.json + policy.safetensors), `published` "
+                   "(the newest policy a learner published on --broker), `random`, or "
+                   "`oracle` (the task's scripted solution; needs --task).")
 @click.option("--task", "task_name", default=None,
               help="Also set up and score this task (its evaluator reports success); its "
                    "instruction is used when INSTRUCTION is not given.")
@@ -107,7 +121,12 @@ def _confirm(report: Any) -> bool:
 @click.option("--settle", type=click.FloatRange(0, 30), default=0.5, show_default=True,
               help="Seconds to let the screen settle after each action.")
 @click.option("--broker", default=None,
-              help="MQTT broker URL: show the deploy live in `distrl tui` (farm id deploy).")
+              help="MQTT broker URL: show the deploy live in `distrl tui` (farm id deploy); "
+                   "where --policy published comes from.")
+@password_file_option
+@click.option("--fetch-timeout", type=click.FloatRange(1, 3600), default=60.0,
+              show_default=True,
+              help="With --policy published: seconds to wait for the learner's policy.")
 @click.option("--adb-port", type=int, default=None,
               help="adb server port (default $ANDROID_ADB_SERVER_PORT or 5037).")
 @click.option("--seed", default=0, show_default=True, type=int,
@@ -117,7 +136,8 @@ def deploy(instruction: str | None, serial: str, policy_spec: str, task_name: st
            paths: tuple[Path, ...], sample: bool, guard_file: Path | None,
            max_steps: int | None, max_seconds: float | None, on_deny: str, confirm: bool,
            dry_run: bool, out: Path | None, no_record: bool, settle: float,
-           broker: str | None, adb_port: int | None, seed: int, as_json: bool) -> None:
+           broker: str | None, password_file: Path | None, fetch_timeout: float,
+           adb_port: int | None, seed: int, as_json: bool) -> None:
     """Run an agent on one device to carry out INSTRUCTION, behind the safety guard.
 
     Every action is checked before it reaches the phone; refused ones never run. The
@@ -141,6 +161,19 @@ def deploy(instruction: str | None, serial: str, policy_spec: str, task_name: st
             _fail(str(exc))
     if policy_spec == "oracle" and task is None:
         raise click.UsageError("--policy oracle replays a task's solution: give --task NAME")
+    if policy_spec == PUBLISHED and not broker:
+        raise click.UsageError("--policy published fetches the learner's newest policy: "
+                               "give --broker URL")
+    if broker:
+        from distrl_sdk.wire.broker_url import parse_broker_url
+        from farm.broker_password import broker_password, url_with_password
+
+        try:
+            broker = url_with_password(broker, broker_password(password_file),
+                                       override=password_file is not None)
+            parse_broker_url(broker)
+        except ValueError as exc:
+            _fail(f"--broker: {exc}")
     if instruction is None or not instruction.strip():
         if task is None:
             raise click.UsageError("give an INSTRUCTION (or --task NAME to use its instruction)")
@@ -166,7 +199,8 @@ def deploy(instruction: str | None, serial: str, policy_spec: str, task_name: st
                       f"{escape(instruction)!r}  (≤ {guard.config.max_steps} steps, "
                       f"≤ {guard.config.max_seconds:g} s, on deny: {on_deny})")
     try:
-        result = asyncio.run(_main(serial, port, policy, policy_spec, opts, broker, as_json))
+        result = asyncio.run(_main(serial, port, policy, policy_spec, opts, broker, as_json,
+                                   fetch_timeout, sample))
     except KeyboardInterrupt:
         _fail(f"interrupted; what was recorded is in {out_dir}", 130)
     except DistRLError as exc:
@@ -181,11 +215,38 @@ def deploy(instruction: str | None, serial: str, policy_spec: str, task_name: st
     sys.exit(0 if finished and result.success is not False else 1)
 
 
+async def _published(broker: str, timeout: float, sample: bool, as_json: bool) -> Any:
+    """The newest version on the broker, verified (sha256, size) as a farm takes it."""
+    from farm.learner.weights import LearnedPolicyProvider
+
+    if not as_json:
+        err_console.print(f"fetching the newest published policy from {mask_url(broker)} …")
+    async with LearnedPolicyProvider(broker, greedy=not sample,
+                                     fetch_timeout_s=timeout) as provider:
+        try:
+            version = await provider.wait_ready(timeout)
+        except TimeoutError as exc:
+            raise DeployInputError(str(exc)) from None
+    agent = provider.agent
+    assert agent is not None
+    agent.name = f"published v{version}"
+    return agent
+
+
+class DeployInputError(DistRLError):
+    """Something the user asked for is not there (exit status 2)."""
+
+
 async def _main(serial: str, port: int, policy: Any, policy_spec: str, opts: Any,
-                broker: str | None, as_json: bool) -> Any:
+                broker: str | None, as_json: bool, fetch_timeout: float = 60.0,
+                sample: bool = False) -> Any:
     from distrl_sdk.policy import OraclePolicy
     from farm.deploy import LiveFeed, StepReport, connect_device, run_deploy
 
+    if policy_spec == PUBLISHED:
+        assert broker is not None
+        policy = await _published(broker, fetch_timeout, sample, as_json)
+        opts.policy_name = policy.name
     device = await connect_device(serial, port=port)
     if broker:
         live = LiveFeed(broker, device.serial)

@@ -372,6 +372,7 @@ class FarmController:
             battery=h.battery_level if h is not None and h.battery_level is not None
             and 0 <= h.battery_level <= 100 else None,
             temperature_c=h.temperature_c if h is not None else None, kind=kind,
+            adb_server=f"{self.config.adb_host}:{self.config.adb_port}",
             task=live.task[:256] if live else None,
             instruction=live.instruction[:1024] if live else None,
             step=live.step if live else None,

@@ -233,6 +233,8 @@ class _Watcher:
                     await client.subscribe(f"{topics.PREFIX}/+/status/+", qos=0)
                     await client.subscribe(topics.learner_metrics(), qos=0)
                     async for m in client.messages:
+                        if not m.payload:  # a stopped farm clearing its retained statuses
+                            continue
                         parsed = parse_message(str(m.topic), m.payload)
                         if isinstance(parsed, Message):
                             self.feed(parsed)

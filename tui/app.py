@@ -121,6 +121,8 @@ class DistrlTui(App[None]):
             job = self.model.ingest(ev.topic, ev.payload)
             if job is not None:
                 self.decoder.submit(job)
+            while self.model.removed:
+                self.decoder.forget(self.model.removed.pop())
             n += 1
             if n % 64 == 0:
                 await asyncio.sleep(0)  # a burst must not starve the UI
@@ -261,13 +263,25 @@ class DistrlTui(App[None]):
     def deploy_hint(self, key: DeviceKey, instruction: str) -> str:
         """Deploying runs ``distrl deploy`` next to the phone (its safety guard, limits
         and recording live there, not in the farm's command set): build that command
-        line, copy it to the clipboard (OSC 52) and show it. The farm's own policy is
-        what ``run_task`` (t) uses."""
+        line, runnable as it is on the farm's host, copy it to the clipboard (OSC 52) and
+        show it. The policy is a checkpoint the learner announced as a file, else the
+        newest one it published on this broker (``--policy published``); the adb server
+        is the one the farm reports for the device. The farm's own policy is what
+        ``run_task`` (t) uses."""
         p = self.model.pointer
-        ckpt = p.where[len("file://"):] if p is not None and p.where.startswith("file://") \
-            else "CHECKPOINT"
-        line = (f"distrl deploy --device {shlex.quote(key[1])} --policy {shlex.quote(ckpt)} "
-                f"{shlex.quote(instruction)}")
+        broker = getattr(self.source, "broker_url", None)
+        if p is not None and p.where.startswith("file://"):
+            policy = ["--policy", p.where[len("file://"):]]
+        elif broker is not None:
+            policy = ["--policy", "published", "--broker", broker]  # never a password
+        else:
+            policy = ["--policy", "random"]  # no learner known to this source
+        dev = self.model.devices.get(key)
+        adb = dev.status.adb_server if dev is not None and dev.status is not None else None
+        port = adb.rpartition(":")[2] if adb else ""
+        flags = ["--adb-port", port] if port.isdigit() and port != "5037" else []
+        line = " ".join(["distrl", "deploy", "--device", shlex.quote(key[1]), *flags,
+                         *(shlex.quote(a) for a in policy), shlex.quote(instruction)])
         with contextlib.suppress(Exception):  # terminals without OSC 52 just ignore it
             self.copy_to_clipboard(line)
         self.model.log("info", f"deploy: run this on the host of {key[0]}/{key[1]}: {line}",

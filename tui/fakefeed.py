@@ -114,9 +114,10 @@ def metrics(step: int, scalars: dict[str, float], *, farm: str | None = None) ->
     return topic, encode_envelope(body, msg_id=f"m-{step}")
 
 
-def pointer(version: int) -> Wire:
+def pointer(version: int, where: str | None = None) -> Wire:
     body = PolicyPointer(version=version, sha256="0" * 64, size=1234,
-                         where=f"mqtt:{topics.policy_blob(version)}", published_at=0.0)
+                         where=where or f"mqtt:{topics.policy_blob(version)}",
+                         published_at=0.0)
     return topics.policy_pointer(), encode_envelope(body, msg_id=f"p-{version}")
 
 

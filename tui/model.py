@@ -27,6 +27,7 @@ from distrl_sdk.wire import (
     Rejected,
     parse_message,
 )
+from distrl_sdk.wire.topics import parse_topic
 from tui.decoder import DeviceKey, FrameJob, Rendered
 from tui.imaging import HalfBlock
 
@@ -200,6 +201,7 @@ class FleetModel:
         self.learner_rev = 0
         self.log_total = 0  # log lines ever appended
         self.changes: list[StateChange] = []
+        self.removed: list[DeviceKey] = []  # devices gone from the fleet; the app drains it
         self.notices: list[tuple[str, str]] = []  # (severity, text) for pop-ups; the app
         # drains it
 
@@ -228,6 +230,12 @@ class FleetModel:
     def ingest(self, topic: str, payload: bytes) -> FrameJob | None:
         """One raw MQTT message. Returns a decode job for frames, else ``None``."""
         self.messages += 1
+        if not payload:  # a cleared retained message: a stopped farm removes its devices
+            where = parse_topic(topic)
+            if where is not None and where.kind == "status" and where.farm_id \
+                    and where.item_id and where.item_id != FARM_STATUS_ID:
+                self._cleared((where.farm_id, where.item_id))
+                return None
         parsed = parse_message(topic, payload)
         if isinstance(parsed, Rejected):
             self._garbage(topic, parsed.reason.value, parsed.detail)
@@ -240,6 +248,15 @@ class FleetModel:
     def _garbage(self, topic: str, reason: str, detail: str) -> None:
         self.garbage[reason] += 1
         self.log("error", f"rejected message on {topic[:120]}: {reason} {detail[:160]}".rstrip())
+
+    def _cleared(self, key: DeviceKey) -> None:
+        dev = self.devices.pop(key, None)
+        if dev is None:
+            return
+        self.removed.append(key)
+        self.membership_rev += 1
+        self.log("info", f"{dev.label}: left the fleet (its farm stopped and cleared its "
+                         "status)")
 
     def _device(self, key: DeviceKey) -> DeviceView:
         dev = self.devices.get(key)
@@ -286,10 +303,13 @@ class FleetModel:
         old = self.farms.get(farm)
         self.farms[farm] = st
         self.membership_rev += 1  # the bars show it
-        if old is None or old.state != st.state:
+        if old is None or old.state != st.state or old.detail != st.detail:
             up = st.state != "offline"
-            self.log("info" if up else "warning", f"farm {farm}: "
-                     + ("connected" if up else "offline (its controller left the broker)"))
+            stopped = not up and st.detail == "stopped"  # farm.transport.publisher.STOPPED
+            self.log("info" if up or stopped else "warning", f"farm {farm}: " + (
+                "connected" if up else "stopped" if stopped else
+                "offline (its controller left the broker without stopping: a crash or a "
+                "lost link)"))
             if old is not None:
                 self.notices.append(("information" if up else "warning",
                                      f"farm {farm}: {'back online' if up else 'offline'}"))

@@ -42,6 +42,7 @@ class MqttSource:
         self.address = parse_broker_url(url)
         self.filters = subscriptions(farm)
         self.description = f"{self.address} farm {farm}"
+        self.broker_url = str(self.address)  # for command lines shown: never the password
         self._queue: asyncio.Queue[Event | None] = asyncio.Queue(queue_size)
         self._client: aiomqtt.Client | None = None
         self._task: asyncio.Task[None] | None = None

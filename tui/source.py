@@ -64,6 +64,7 @@ class FakeSource:
     replies to feed back (e.g. a :class:`~distrl_sdk.wire.CommandResult`)."""
 
     description = "fake source"
+    broker_url: str | None = None  # a broker for command lines shown (none here)
 
     def __init__(self) -> None:
         self._queue: asyncio.Queue[Event | None] = asyncio.Queue()

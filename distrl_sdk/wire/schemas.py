@@ -141,6 +141,9 @@ class DeviceStatus(_Model):
     battery: int | None = Field(default=None, ge=0, le=100)  # percent
     temperature_c: float | None = None
     kind: str | None = Field(default=None, max_length=32)  # usb | tcp | emulator | sim
+    # host:port of the adb server the farm reaches the device through (what `distrl
+    # deploy --adb-port` needs on the farm's host)
+    adb_server: str | None = Field(default=None, max_length=262)
     updated_at: float = Field(default_factory=time.time)
 
 

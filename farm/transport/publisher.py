@@ -9,7 +9,8 @@ each (re)connect it replays the whole spool, and it re-sends entries still unack
 ``distrl/v1/<farm>/ack`` deletes entries. Reconnects back off exponentially.
 
 The connection carries a last will: the retained status of ``controller_id`` becomes
-``offline``. :meth:`set_status` publishes retained device statuses (re-sent on reconnect).
+``offline``. :meth:`set_status` publishes retained device statuses (re-sent on reconnect);
+a graceful :meth:`stop` clears them.
 """
 
 from __future__ import annotations
@@ -49,7 +50,10 @@ from farm.transport._conn import Backoff
 from farm.transport.reject_log import RejectLog
 from farm.transport.spool import OnFull, Spool
 
-__all__ = ["Publisher", "PublisherStats"]
+__all__ = ["STOPPED", "Publisher", "PublisherStats"]
+
+#: the detail of a farm's own retained status after it stopped cleanly
+STOPPED = "stopped"
 
 
 def _sha256(data: bytes) -> str:
@@ -119,16 +123,23 @@ class Publisher:
             self._task = asyncio.create_task(self._run(), name=f"publisher-{self.farm_id}")
 
     async def stop(self, *, graceful: bool = True) -> None:
-        """Stop; ``graceful`` publishes ``offline`` for every device first (if connected)."""
+        """Stop; ``graceful`` (if connected) tells watchers every device went offline,
+        then clears the devices' retained statuses, so a farm that stopped leaves no
+        devices behind on the broker (a TUI started later shows none of them), and leaves
+        its own retained status ``offline`` with the detail :data:`STOPPED`: it ended
+        on purpose (a crash leaves the last will, with no detail)."""
         self._stopping = True
         self._reject_log.flush()
         if graceful and self._client is not None and self.connected.is_set():
             with contextlib.suppress(Exception):
                 async with asyncio.timeout(2):
-                    for dev in {*self._statuses, self.controller_id}:
-                        await self._client.publish(
-                            topics.status(self.farm_id, dev), self._offline(dev), qos=1,
-                            retain=True)
+                    for dev in self._statuses:
+                        topic = topics.status(self.farm_id, dev)
+                        await self._client.publish(topic, self._offline(dev), qos=1)
+                        await self._client.publish(topic, b"", qos=1, retain=True)  # clears
+                    await self._client.publish(
+                        topics.status(self.farm_id, self.controller_id),
+                        self._offline(self.controller_id, STOPPED), qos=1, retain=True)
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -202,9 +213,9 @@ class Publisher:
             return False
 
     # -- internals
-    def _offline(self, device_id: str) -> bytes:
-        return encode_envelope(DeviceStatus(device_id=device_id, state="offline"),
-                               farm_id=self.farm_id)
+    def _offline(self, device_id: str, detail: str | None = None) -> bytes:
+        return encode_envelope(DeviceStatus(device_id=device_id, state="offline",
+                                            detail=detail), farm_id=self.farm_id)
 
     async def _run(self) -> None:
         while not self._stopping:

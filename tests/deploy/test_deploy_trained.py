@@ -106,3 +106,50 @@ def test_trained_checkpoint_completes_wifi_off(sim_adb_device: Any, private_adb:
     dev = private_adb.client().device(sim_adb_device.serial)
     assert dev.shell("settings get global wifi_on").strip() == "0"
     assert (out / "episode.gif").is_file() and (out / "episode.mp4").is_file()
+
+
+def test_the_published_policy_is_fetched_from_the_broker_and_deployed(
+        sim_adb_device: Any, private_adb: Any, tmp_path: Path) -> None:
+    """``--policy published --broker URL`` (what the TUI's `d` builds): the newest
+    version a learner published, fetched and verified as a farm takes it, then played."""
+    from distrl_sdk.policies import load_policy
+    from farm.broker import EmbeddedBroker, find_mosquitto
+    from farm.learner.weights import MqttLink, WeightPublisher
+
+    if find_mosquitto() is None:  # the CLI runs its own event loop: the broker must not
+        pytest.skip("needs mosquitto")  # live on this test's (amqtt is in-process)
+    ckpt = clone_oracle(sim_adb_device, "settings.wifi_off", tmp_path / "ckpt")
+    policy, _ = load_policy(ckpt)
+    broker = EmbeddedBroker(backend="mosquitto")
+
+    async def publish() -> None:
+        await broker.start()
+        async with MqttLink(broker.url) as link:
+            pub = WeightPublisher(link)
+            untrained = uitree.UITreePolicy.from_config({"seed": 1})
+            await pub.publish(untrained.weights(), 3, kind="uitree",
+                              config=untrained.config_dict())
+            await pub.publish(policy.weights(), 12, kind="uitree",
+                              config=policy.config_dict())  # the newest wins
+
+    try:
+        asyncio.run(publish())
+        res = CliRunner().invoke(cli, [
+            "deploy", "--device", sim_adb_device.serial, "--adb-port", str(private_adb.port),
+            "--policy", "published", "--broker", broker.url, "--task", "settings.wifi_off",
+            "--settle", "0.05", "--out", str(tmp_path / "run"), "--json",
+            "--fetch-timeout", "30"])
+    finally:
+        asyncio.run(broker.close())
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert summary["policy"] == "published v12", summary["policy"]
+    assert summary["success"] is True, summary
+    dev = private_adb.client().device(sim_adb_device.serial)
+    assert dev.shell("settings get global wifi_on").strip() == "0"
+
+
+def test_published_without_a_broker_is_a_usage_error() -> None:
+    res = CliRunner().invoke(cli, ["deploy", "--device", "x", "--policy", "published",
+                                   "Turn off Wi-Fi"])
+    assert res.exit_code == 2 and "--broker" in res.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from distrl_sdk.wire import (
 )
 from farm.broker import EmbeddedBroker
 from farm.transport import Publisher, TrajectorySubscriber, parse_broker_url
+from farm.transport.publisher import STOPPED
 from tests.transport.conftest import fast_backoff, make_traj, png_frame
 
 MB = 1024 * 1024
@@ -173,6 +175,42 @@ async def test_retained_status_and_last_will(broker: EmbeddedBroker, tmp_path: P
                     break
     await pub.stop(graceful=False)
     assert seen == {"ctl": "offline", "emu-1": "busy"}
+
+
+async def test_a_graceful_stop_clears_device_statuses(broker: EmbeddedBroker,
+                                                      tmp_path: Path) -> None:
+    """A farm that stops leaves no devices behind: watchers see them go offline, the
+    retained statuses are cleared (a later subscriber gets none), and the farm's own
+    retained status says it stopped on purpose."""
+    addr = parse_broker_url(broker.url)
+    live: list[tuple[str, bytes]] = []
+    async with aiomqtt.Client(**addr.client_kwargs(), identifier="tui-live") as watcher:
+        await watcher.subscribe("distrl/v1/farm1/status/+", qos=1)
+        pub = _pub(broker, tmp_path, controller_id="ctl")
+        await pub.start()
+        await pub.connected.wait()
+        await pub.set_status(DeviceStatus(device_id="emu-1", state="busy"))
+        await pub.set_status(DeviceStatus(device_id="emu-2", state="ready"))
+        await pub.stop()
+        async with asyncio.timeout(5):
+            async for m in watcher.messages:
+                live.append((str(m.topic).rsplit("/", 1)[1], bytes(m.payload)))  # type: ignore[arg-type]
+                if sum(1 for _d, p in live if p == b"") == 2 and live[-1][0] == "ctl":
+                    break
+    states = {d: parse_message(f"distrl/v1/farm1/status/{d}", p).body.state  # type: ignore[union-attr]
+              for d, p in live if p}
+    assert states == {"emu-1": "offline", "emu-2": "offline", "ctl": "offline"}
+    retained: dict[str, bytes] = {}
+    async with aiomqtt.Client(**addr.client_kwargs(), identifier="tui-later") as later:
+        await later.subscribe("distrl/v1/farm1/status/+", qos=1)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(1.0):  # retained messages come at once, or never
+                async for m in later.messages:
+                    retained[str(m.topic).rsplit("/", 1)[1]] = bytes(m.payload)  # type: ignore[arg-type]
+    assert set(retained) == {"ctl"}
+    ctl = parse_message("distrl/v1/farm1/status/ctl", retained["ctl"])
+    assert isinstance(ctl, Message) and isinstance(ctl.body, DeviceStatus)
+    assert (ctl.body.state, ctl.body.detail) == ("offline", STOPPED)
 
 
 async def test_farm_restart_replays_spool(broker: EmbeddedBroker, tmp_path: Path) -> None:

@@ -84,9 +84,11 @@ async def test_short_episodes_show_steps_returns_and_every_episode(tmp_path: Pat
 
     # the farm's own retained status is its link: never a device row
     assert (FARM, FARM_STATUS_ID) not in model.devices
-    assert set(model.devices) == {(FARM, s) for s in serials}
-    assert model.farm_links() == [(FARM, False)]  # graceful stop: the farm went offline
-    assert model.totals().total == 2
+    # graceful stop: the farm went offline, saying so, and its devices left the fleet
+    assert model.farm_links() == [(FARM, False)]
+    assert model.farms[FARM].detail == "stopped"
+    assert sorted(model.removed) == sorted((FARM, s) for s in serials)
+    assert model.devices == {} and model.totals().total == 0 and not model.garbage
     by_dev = ctl.stats.by_device
     assert ctl.stats.episodes >= 4 * WINDOW_S * STATUS_HZ / 2, \
         f"episodes too slow for this test to mean anything: {ctl.stats.as_dict()}"

@@ -211,3 +211,24 @@ def test_routine_live_details_are_not_logged() -> None:
     assert m.log_total == n
     m.ingest(*ff.status(FARM, "a", "busy", detail="pausing"))
     assert m.log_total == n + 1
+
+
+def test_a_stopped_farm_clears_its_devices_and_says_it_stopped() -> None:
+    """What farm.transport.Publisher.stop publishes (tests/transport/test_delivery.py
+    checks that side against mosquitto): offline, then an empty retained payload per
+    device, then the farm's own status offline with the detail ``stopped``."""
+    from farm.transport.publisher import STOPPED
+
+    m = model_with(ff.status(FARM, "a", "busy"), ff.status(FARM, "b", "ready"),
+                   ff.status("lab", "c", "ready"), ff.status(FARM, FARM_STATUS_ID, "ready"))
+    m.ingest(*ff.status(FARM, "a", "offline"))
+    m.ingest(topics.status(FARM, "a"), b"")
+    m.ingest(topics.status(FARM, "b"), b"")
+    m.ingest(*ff.status(FARM, FARM_STATUS_ID, "offline", detail=STOPPED))
+    assert set(m.devices) == {("lab", "c")}
+    assert sorted(m.removed) == [(FARM, "a"), (FARM, "b")]
+    assert not m.garbage  # a cleared status is not garbage
+    assert "left the fleet" in m.logs[-2].text and m.logs[-1].text == f"farm {FARM}: stopped"
+    assert m.logs[-1].level == "info"
+    m.ingest(topics.status(FARM, "zz"), b"")  # clearing an unknown device: nothing
+    assert set(m.devices) == {("lab", "c")}

@@ -253,8 +253,31 @@ async def test_deploy_builds_the_deploy_command_line(make_app: App,
         await pilot.pause()
         assert source.sent == []  # nothing goes to the farm
         line = app.model.logs[-1].text
-        assert "distrl deploy --device sim-0 --policy CHECKPOINT 'Turn off Wi-Fi'" in line
+        # the fake source knows no broker or learner; the command still runs as it is
+        assert "distrl deploy --device sim-0 --policy random 'Turn off Wi-Fi'" in line
         assert any("distrl deploy" in n.message for n in app._notifications)
+        assert "CHECKPOINT" not in line
+
+
+async def test_deploy_command_names_the_published_policy_and_the_farms_adb_port(
+        make_app: App, source: FakeSource) -> None:
+    """What the real farm reports (DeviceStatus.adb_server) and a broker URL give a
+    line that runs as it is on the farm's host (tests/deploy/test_deploy_trained.py runs
+    that `--policy published` line against a real broker)."""
+    source.broker_url = "mqtt://ops@10.0.0.5:1883"
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        source.push(*ff.status(FARM, "127.0.0.1:40001", "ready",
+                               adb_server="127.0.0.1:41234"))
+        await app.settle()
+        line = app.deploy_hint((FARM, "127.0.0.1:40001"), "Turn off Wi-Fi")
+        assert line == ("distrl deploy --device 127.0.0.1:40001 --adb-port 41234 --policy "
+                        "published --broker mqtt://ops@10.0.0.5:1883 'Turn off Wi-Fi'")
+        source.push(*ff.pointer(4, where="file:///runs/learner/policy-v4"))
+        await app.settle()
+        line = app.deploy_hint((FARM, "127.0.0.1:40001"), "Turn it off")
+        assert "--policy /runs/learner/policy-v4 'Turn it off'" in line
+        await pilot.pause()
 
 
 async def test_command_palette_runs_device_actions(make_app: App, source: FakeSource) -> None:

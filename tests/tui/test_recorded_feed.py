@@ -13,7 +13,7 @@ import pytest
 from textual.pilot import Pilot
 
 from bench.record_tui_feed import DEFAULT_OUT, load
-from distrl_sdk.wire import Message, Metrics, parse_message
+from distrl_sdk.wire import Message, Metrics, parse_message, topics
 from tests.tui.conftest import FARM, feed_fleet, fixed_clock
 from tests.tui.contract import every_metric_scalars
 from tui import fakefeed as ff
@@ -71,10 +71,11 @@ def everything() -> list[Wire]:
     feed = [ff.status(FARM, "sim-0", "busy", detail=odd, policy_version=7, episodes=12,
                       task="settings.wifi_off", instruction=odd, step=3, episode_return=-1.5,
                       last_action={"action_type": "click", "x": 5, "y": 7}, battery=3,
-                      temperature_c=51.5, kind="sim"),
+                      temperature_c=51.5, kind="sim", adb_server="h" * 262),
             ff.frame(FARM, "sim-0", step=3, seed=1,
                      actions=[{"action_type": "type", "text": odd}]),
-            ff.status(FARM, "sim-1", "offline", detail="error: heartbeat lost")]
+            ff.status(FARM, "sim-1", "offline", detail="error: heartbeat lost"),
+            ff.status(FARM, "sim-2", "ready"), (topics.status(FARM, "sim-2"), b"")]
     feed += [ff.metrics(i, every_metric_scalars(i)) for i in range(3)]
     feed += [ff.metrics(1, {"queue": 3.0}, farm=FARM), ff.pointer(9)]
     return feed
