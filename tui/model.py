@@ -200,6 +200,8 @@ class FleetModel:
         self.membership_rev = 0  # devices added, or a state changed (rows may move)
         self.learner_rev = 0
         self.log_total = 0  # log lines ever appended
+        self._last_line: tuple[str, str, DeviceKey | None] = ("", "", None)
+        self._repeats = 0  # how often the last line came again since it was appended
         self.changes: list[StateChange] = []
         self.removed: list[DeviceKey] = []  # devices gone from the fleet; the app drains it
         self.notices: list[tuple[str, str]] = []  # (severity, text) for pop-ups; the app
@@ -207,7 +209,23 @@ class FleetModel:
 
     # -------------------------------------------------------------- logging
     def log(self, level: str, text: str, device: DeviceKey | None = None) -> None:
-        line = LogLine(self.clock(), level, text, device)
+        """Append a line; the same line again is counted, not repeated (a hostile client
+        or a flapping device would flood the screen), and said once a different one
+        comes: "… the line above 57 more times"."""
+        key = (level, text, device)
+        if key == self._last_line:
+            self._repeats += 1
+            return
+        if self._repeats:
+            n, self._repeats = self._repeats, 0
+            self._append(LogLine(self.clock(), self._last_line[0],
+                                 f"… the line above {n} more time{'s' if n > 1 else ''}",
+                                 self._last_line[2]))
+        self._last_line = key
+        self._append(LogLine(self.clock(), level, text, device))
+
+    def _append(self, line: LogLine) -> None:
+        device = line.device
         self.logs.append(line)
         self.log_total += 1
         if device is not None and device in self.devices:

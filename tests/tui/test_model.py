@@ -232,3 +232,14 @@ def test_a_stopped_farm_clears_its_devices_and_says_it_stopped() -> None:
     assert m.logs[-1].level == "info"
     m.ingest(topics.status(FARM, "zz"), b"")  # clearing an unknown device: nothing
     assert set(m.devices) == {("lab", "c")}
+
+
+def test_a_repeated_log_line_is_counted_not_repeated() -> None:
+    m = FleetModel(fixed_clock)
+    for _ in range(5):
+        m.ingest("distrl/v1/farm1/status/x", b"{not json")
+    m.log("info", "something else")
+    texts = [ln.text for ln in m.logs]
+    assert len(texts) == 3 and texts[0].startswith("rejected message on")
+    assert texts[1] == "… the line above 4 more times" and texts[2] == "something else"
+    assert m.garbage["bad_json"] == 5  # every one still counted by reason
