@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["Backend", "EmbeddedBroker", "find_mosquitto", "free_port"]
+__all__ = ["Backend", "BrokerStartError", "EmbeddedBroker", "find_mosquitto", "free_port"]
 
 Backend = Literal["auto", "mosquitto", "amqtt"]
 log = logging.getLogger(__name__)
@@ -54,6 +54,10 @@ async def _wait_port(host: str, port: int, timeout: float, proc: subprocess.Pope
             if loop.time() > deadline:
                 raise TimeoutError(f"broker did not listen on {host}:{port}") from None
             await asyncio.sleep(0.02)
+
+
+class BrokerStartError(RuntimeError):
+    """The broker could not start (its own reason in the message)."""
 
 
 class EmbeddedBroker:
@@ -148,6 +152,10 @@ class EmbeddedBroker:
             self._proc = self._spawn()
             try:
                 await _wait_port(self.host, self.port, timeout, self._proc)
+            except RuntimeError as exc:  # it exited: its log says why (port taken, < 1024)
+                await self.kill()
+                raise BrokerStartError(f"{exc} on port {self.port}: "
+                                       f"{self._log_errors() or 'no reason logged'}") from None
             except BaseException:
                 await self.kill()
                 raise
@@ -178,6 +186,15 @@ class EmbeddedBroker:
             await broker.start()
             self._amqtt = broker
             await _wait_port(self.host, self.port, timeout, None)
+
+    def _log_errors(self) -> str:
+        """mosquitto's ``Error:`` lines (and the hint before them), without timestamps."""
+        try:
+            lines = (self.data_dir / "mosquitto.log").read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        text = [ln.split(": ", 1)[-1] for ln in lines if "Note:" not in ln]
+        return " ".join(t.strip() for t in text[-3:] if t.strip())
 
     async def stop(self, timeout: float = 10.0) -> None:
         """Clean stop (mosquitto: SIGTERM, which saves its persistence file)."""

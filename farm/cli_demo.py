@@ -63,6 +63,16 @@ def demo(phones: int, headless: bool, duration: float | None, as_json: bool, run
 
     if as_json and not headless:
         raise click.UsageError("--json needs --headless")
+    if tasks:  # before anything starts: a typo must not cost a broker, sims and 9 s
+        from distrl_sdk.errors import TaskError
+        from distrl_sdk.registry import TaskRegistry
+
+        reg = TaskRegistry.discover()
+        for name in tasks:
+            try:
+                reg.get(name)
+            except TaskError as exc:
+                raise click.BadParameter(str(exc), param_hint="--task") from None
     if not headless and not (sys.stdin.isatty() and sys.stdout.isatty()):
         err_console.print("no terminal to draw the TUI on: running --headless")
         headless = True

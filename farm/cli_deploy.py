@@ -26,8 +26,9 @@ err_console = Console(stderr=True, soft_wrap=True, highlight=False)
 STYLE = {"allowed": "green", "refused": "bold red", "declined": "yellow", "dry-run": "cyan",
          "invalid": "dim"}
 EPILOG = """\b
-Exit status: 0 the agent finished (and the task succeeded, with --task);
-1 it did not (task failed, step/time limit, device or policy error);
+Exit status: 0 the task succeeded (with --task) or the agent said it was done;
+1 it did not (the task failed; without --task: a step/time limit, a device or
+policy error stopped it);
 2 bad input (unknown device, bad checkpoint, bad flags); 3 the guard refused an
 action (or you declined one at --confirm) and the episode stopped.
 
@@ -211,8 +212,18 @@ def deploy(instruction: str | None, serial: str, policy_spec: str, task_name: st
         _summary(result)
     if result.stop_reason in ("refused", "declined"):
         sys.exit(3)
-    finished = result.stop_reason in ("completed", "answered", "impossible")
-    sys.exit(0 if finished and result.success is not False else 1)
+    sys.exit(deploy_exit_status(result.stop_reason, result.success))
+
+
+def deploy_exit_status(stop_reason: str, success: bool | None) -> int:
+    """3 refused or declined; with --task the task's own verdict (0 it succeeded, even if
+    the agent ran on to its step limit; 1 it did not); without, 0 when the agent said it
+    was done, 1 when it was stopped (limits, errors)."""
+    if stop_reason in ("refused", "declined"):
+        return 3
+    if success is not None:
+        return 0 if success else 1
+    return 0 if stop_reason in ("completed", "answered", "impossible") else 1
 
 
 async def _published(broker: str, timeout: float, sample: bool, as_json: bool) -> Any:

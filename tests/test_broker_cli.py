@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -73,3 +74,22 @@ def test_broker_dying_is_an_error() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.parametrize("backend", ["amqtt", "mosquitto"])
+def test_a_taken_port_is_one_line_and_exit_2(backend: str) -> None:
+    if backend == "mosquitto" and find_mosquitto() is None:
+        pytest.skip("no mosquitto binary")
+    from click.testing import CliRunner
+
+    from farm.cli import cli
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        res = CliRunner().invoke(cli, ["broker", "--port", str(port), "--backend", backend])
+    assert res.exit_code == 2, res.output
+    assert f"port {port} on 127.0.0.1 is not free" in res.output
+    assert "Traceback" not in res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit)

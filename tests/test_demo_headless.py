@@ -53,6 +53,18 @@ def test_json_without_headless_is_a_usage_error() -> None:
     assert "Traceback" not in proc.stderr
 
 
+def test_an_unknown_task_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "farm.cli", "demo", "--headless",
+                           "--task", "settings.wifi_off", "--task", "nope",
+                           "--run-dir", str(tmp_path / "runs")],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert "no task named 'nope'" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "runs").exists()  # no broker, no sims, no run dir
+    assert time.monotonic() - t0 < 30
+
+
 @pytest.mark.slow
 def test_a_tui_crash_leaves_farm_and_learner_running_and_is_reported(tmp_path: Path) -> None:
     """The TUI child dies (exit 3) a moment in: the demo says so and where the

@@ -85,3 +85,17 @@ def test_unknown_device_as_a_user_sees_it(private_adb: Any) -> None:
                   "--adb-port", str(private_adb.port))
     assert gone.returncode == 2 and "cannot `adb connect 127.0.0.1:" in gone.stderr, gone.stderr
     assert "Traceback" not in gone.stderr
+
+
+def test_exit_status_follows_the_task_when_there_is_one() -> None:
+    """`deploy --task` printed "task: SUCCESS" and exited 1 when the agent ran on to its
+    step limit after the task was done: with a task, its verdict is the status."""
+    from farm.cli_deploy import deploy_exit_status
+
+    assert deploy_exit_status("step-limit", True) == 0
+    assert deploy_exit_status("completed", False) == 1
+    assert deploy_exit_status("refused", True) == 3
+    assert deploy_exit_status("declined", None) == 3
+    assert deploy_exit_status("completed", None) == 0
+    assert deploy_exit_status("time-limit", None) == 1
+    assert deploy_exit_status("device-error", None) == 1
