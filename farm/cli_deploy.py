@@ -121,9 +121,9 @@ def _confirm(report: Any) -> bool:
 @click.option("--no-record", is_flag=True, help="Write only the JSON, no GIF/MP4.")
 @click.option("--settle", type=click.FloatRange(0, 30), default=0.5, show_default=True,
               help="Seconds to let the screen settle after each action.")
-@click.option("--broker", default=None,
-              help="MQTT broker URL: show the deploy live in `distrl tui` (farm id deploy); "
-                   "where --policy published comes from.")
+@click.option("--broker", default=None, envvar="DISTRL_BROKER_URL",
+              help="MQTT broker URL (env DISTRL_BROKER_URL): show the deploy live in "
+                   "`distrl tui` (farm id deploy); where --policy published comes from.")
 @password_file_option
 @click.option("--fetch-timeout", type=click.FloatRange(1, 3600), default=60.0,
               show_default=True,

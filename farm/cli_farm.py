@@ -337,7 +337,8 @@ def _print_summary(s: dict[str, Any]) -> None:
 
 
 @farm.command("status", context_settings=CONTEXT)
-@click.option("--broker", "broker_url", required=True, help="MQTT broker URL.")
+@click.option("--broker", "broker_url", required=True, envvar="DISTRL_BROKER_URL",
+              help="MQTT broker URL (env DISTRL_BROKER_URL).")
 @password_file_option
 @click.option("--farm-id", default="+", show_default=True, help="Which farm (+ = all).")
 @click.option("--wait", type=click.FloatRange(0.1, 60), default=1.0, show_default=True,
@@ -415,7 +416,8 @@ def traj() -> None:
 
 
 @traj.command("tail", context_settings=CONTEXT)
-@click.option("--broker", "broker_url", required=True, help="MQTT broker URL.")
+@click.option("--broker", "broker_url", required=True, envvar="DISTRL_BROKER_URL",
+              help="MQTT broker URL (env DISTRL_BROKER_URL).")
 @password_file_option
 @click.option("--farm-id", default="+", show_default=True, help="Which farm (+ = all).")
 @click.option("--count", "-n", type=click.IntRange(1), default=None,

@@ -75,8 +75,9 @@ def load_learner_config(path: Path | None, overrides: dict[str, Any]) -> Any:
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="TOML file with LearnerConfig fields (top level or "
                                  "[learner]); flags override it.")
-@click.option("--broker", "broker_url", default=None,
-              help="MQTT broker URL [default: mqtt://127.0.0.1:1883].")
+@click.option("--broker", "broker_url", default=None, envvar="DISTRL_BROKER_URL",
+              help="MQTT broker URL (env DISTRL_BROKER_URL) [default: the config's, else "
+                   "mqtt://127.0.0.1:1883].")
 @password_file_option
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Checkpoints, journal and scalar logs; reusing it resumes "

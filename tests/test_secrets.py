@@ -100,3 +100,15 @@ async def test_learner_never_prints_its_password(tmp_path: Path) -> None:
         assert r.returncode == 0, out[-2000:]
         assert f"broker mqtt://trainer:****@{hostport}" in out  # the start-up line
         assert SECRET not in out
+
+
+@pytest.mark.parametrize("argv", [
+    ["learner", "--duration", "1"], ["farm", "status"], ["traj", "tail", "--count", "1"],
+    ["tui"], ["deploy", "--device", "x", "--policy", "random", "go"]])
+def test_every_command_reads_the_broker_from_DISTRL_BROKER_URL(argv: list[str]) -> None:
+    """One environment variable for every command that talks to a broker (the TUI also
+    still reads its old DISTRL_BROKER). A URL no command can use shows that the variable
+    was read: each refuses it in one line, exit status 2."""
+    res = CliRunner().invoke(main, argv, env={"DISTRL_BROKER_URL": "ftp://nowhere:1"})
+    assert res.exit_code == 2, (argv, res.output)
+    assert "ftp" in res.output and "Traceback" not in res.output

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from distrl_sdk.wire import topics
+from farm.broker_password import broker_password, password_file_option, url_with_password
 from tui.terminal import COLOR_CHOICES, IMAGE_CHOICES
 
 __all__ = ["main", "tui"]
@@ -19,9 +20,11 @@ DEFAULT_BROKER = "mqtt://127.0.0.1:1883"
 
 
 @click.command("tui", context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--broker", default=DEFAULT_BROKER, show_default=True, envvar="DISTRL_BROKER",
-              help="MQTT broker URL: mqtt://[user[:pass]@]host[:port] or mqtts://… "
-                   "(env DISTRL_BROKER).")
+@click.option("--broker", default=DEFAULT_BROKER, show_default=True,
+              envvar=["DISTRL_BROKER_URL", "DISTRL_BROKER"],
+              help="MQTT broker URL: mqtt://[user@]host[:port] or mqtts://… (env "
+                   "DISTRL_BROKER_URL, as for every command; DISTRL_BROKER still works).")
+@password_file_option
 @click.option("--farm", "farm", default="+", show_default=True,
               help="Farm id to watch, or + for every farm on the broker.")
 @click.option("--readonly", is_flag=True,
@@ -47,8 +50,9 @@ DEFAULT_BROKER = "mqtt://127.0.0.1:1883"
                    "(env DISTRL_TUI_CRASH_LOG).")
 @click.option("--quit-hint", default=None, hidden=True,
               help="What q does, for the help screen (`distrl demo`: q stops it all).")
-def tui(broker: str, farm: str, readonly: bool, thumb_rows: int, view: str, color: str,
-        image: str, crash_log: Path | None, quit_hint: str | None) -> None:
+def tui(broker: str, password_file: Path | None, farm: str, readonly: bool, thumb_rows: int,
+        view: str, color: str, image: str, crash_log: Path | None,
+        quit_hint: str | None) -> None:
     """Terminal UI for a DistRL farm: live device screens, learner curves, logs.
 
     Keys: 1 fleet, 2 learner, 3 logs, enter a device, w wall/list, / filter, s sort,
@@ -58,6 +62,8 @@ def tui(broker: str, farm: str, readonly: bool, thumb_rows: int, view: str, colo
     from tui.mqtt_source import MqttSource
 
     try:
+        broker = url_with_password(broker, broker_password(password_file),
+                                   override=password_file is not None)
         parse_broker_url(broker)
         if farm != "+":
             topics.status(farm, "x")  # the farm id's own checks (characters, reserved ids)
