@@ -184,9 +184,14 @@ async def _run(cfg: Any, duration: float | None) -> dict[str, Any]:
               + f" · lag avg {m.get('policy_lag_avg', 0):.1f}"
               + f" · rejected {int(m.get('rejected_total', 0))}")
 
+    from farm.learner.service import effective_algo_config
+
     _info(f"learner: {cfg.algorithm} on a {cfg.policy_kind} policy, "
           f"broker {mask_url(cfg.broker_url)}, "
           f"run dir {cfg.run_dir}")
+    algo = effective_algo_config(cfg.policy_kind, cfg.algorithm, cfg.algo_config)
+    _info(f"trainer settings (the {cfg.policy_kind} defaults, then [learner.algo_config]): "
+          + (", ".join(f"{k} {v}" for k, v in sorted(algo.items())) or "the trainer's own"))
     try:
         return await svc.run(duration, on_metrics=progress)
     finally:

@@ -154,23 +154,17 @@ def _write_pids(path: Path, children: list[_Child]) -> None:
         path.write_text(json.dumps(pids))
 
 
-def learner_toml(algo: str) -> str:
-    """The demo's learner settings: tuned for a UI-tree policy learning from scratch on a
-    small machine (bench/training_efficiency.py measured them; the trainers' own
-    defaults are the paper's, for a pre-trained VLM)."""
-    lag = "max_policy_lag = 1000\nentropy_coef = 0.01\n" if algo == "aride" else ""
+def learner_toml() -> str:
+    """The demo's learner settings: a small machine shared with the phones. The trainer's
+    settings are `distrl learner`'s own for the UI-tree policy
+    (``farm.learner.service.KIND_ALGO_DEFAULTS``), so a learner started by hand learns as
+    the demo's does."""
     return (
         "[learner]\n"
-        "publish_every = 5          # a policy version every 5 updates\n"
         "max_updates_per_episode = 0.5  # replay-ratio cap: leave the cores to the phones\n"
         "metrics_every_s = 2.0\n"
         "success_window = 64\n"
-        "torch_threads = 1\n"
-        "[learner.algo_config]\n"
-        "actor_lr = 1e-3\n"
-        "critic_lr = 1e-3\n"
-        "traj_critic_lr = 1e-3\n"
-        f"{lag}")
+        "torch_threads = 1\n")
 
 
 def _distrl(*args: str) -> list[str]:
@@ -331,7 +325,7 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
         summary.pretrain_s = round(time.monotonic() - t_pre, 2)
         say(f"pretraining done in {summary.pretrain_s:.0f} s; online A-RIDE starts from it")
         init = ["--init", str(sft)]
-    (run_dir / "learner.toml").write_text(learner_toml(cfg.algo))
+    (run_dir / "learner.toml").write_text(learner_toml())
     learner = _Child("learner", _distrl(
         "learner", "--config", str(run_dir / "learner.toml"), "--broker", broker.url,
         "--run-dir", str(run_dir / "learner"),

@@ -376,3 +376,28 @@ async def test_farm_plays_learned_policy_on_sim_phones(broker: EmbeddedBroker,
     assert provider.swaps >= 2 and provider.refused == {}
     learnable = sum(1 for s in ("success", "failure") for _ in range(stats.by_status[s]))
     assert summary["episodes"] == learnable and summary["updates"] >= 1
+
+
+def test_the_ui_tree_policy_gets_the_measured_trainer_settings_by_default() -> None:
+    """`distrl learner` by hand must learn as the demo does: the UI-tree settings are the
+    learner's defaults (the demo no longer writes its own), algo_config still wins, and a
+    VLM keeps the trainers' paper defaults."""
+    from distrl_sdk.learn.aride import ARIDEConfig
+    from distrl_sdk.policies import build_policy
+    from farm.demo import learner_toml
+    from farm.learner.service import LearnerConfig, default_trainer
+
+    ui = build_policy("uitree", {"seed": 0})
+    t = default_trainer(ui, LearnerConfig())
+    assert (t.config.actor_lr, t.config.entropy_coef, t.config.max_policy_lag) == \
+        (1e-3, 0.01, 1000)
+    t = default_trainer(ui, LearnerConfig(algo_config={"actor_lr": 5e-4}))
+    assert t.config.actor_lr == 5e-4 and t.config.critic_lr == 1e-3
+    t = default_trainer(ui, LearnerConfig(algorithm="digirl"))
+    assert t.config.actor_lr == 1e-3
+    assert "algo_config" not in learner_toml() and "lr" not in learner_toml()
+    assert LearnerConfig().publish_every == 5
+    from farm.learner.service import effective_algo_config
+
+    assert effective_algo_config("vlm", "aride", {}) == {}
+    assert ARIDEConfig().actor_lr == 1e-4  # the paper's, for a pretrained VLM
