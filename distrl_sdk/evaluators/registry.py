@@ -9,9 +9,12 @@
 
 Leaf types are :data:`EVALUATORS` (``ui``, ``shell``, ``setting``, ``file``,
 ``activity``, ``logcat``, ``answer``) plus whatever plugins register in the entry-point
-group ``distrl.evaluators``. An entry point names either a class/object with
-``from_config(config: dict) -> RewardEvaluator`` or a callable ``factory(config)``; it
-receives the config without ``type``. Errors are ``TaskError``s whose message starts
+group ``distrl.evaluators``. An entry point names, tried in this order: a class/object
+with ``from_config(config: dict) -> RewardEvaluator``; a class with a pydantic
+``config_model`` (validated, its fields become keyword arguments); an ordinary
+``RewardEvaluator`` subclass (the config's keys are its constructor's keyword arguments,
+checked against its signature); or a callable ``factory(config)``. Each receives the
+config without ``type``. Errors are ``TaskError``s whose message starts
 with the key path of the offending value, e.g.
 ``success.all[1].type: unknown evaluator 'uii' (known: activity, all, any, …)``.
 """
@@ -19,6 +22,7 @@ with the key path of the offending value, e.g.
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -98,6 +102,8 @@ def _build_leaf(kind: str, cls_or_factory: Any, config: dict[str, Any], path: st
         elif model is not None:
             cfg = model.model_validate(config)
             ev = cls_or_factory(**{name: getattr(cfg, name) for name in type(cfg).model_fields})
+        elif isinstance(cls_or_factory, type) and issubclass(cls_or_factory, RewardEvaluator):
+            ev = _construct(kind, cls_or_factory, config, path)
         elif callable(cls_or_factory):
             ev = cls_or_factory(config)
         else:
@@ -115,6 +121,29 @@ def _build_leaf(kind: str, cls_or_factory: Any, config: dict[str, Any], path: st
         raise TaskError(f"{path}.type: evaluator {kind!r} built a {type(ev).__name__}, "
                         "not a RewardEvaluator")
     return ev
+
+
+def _construct(kind: str, cls: type[RewardEvaluator], config: dict[str, Any],
+               path: str) -> RewardEvaluator:
+    """An ordinary subclass: the config's keys are its constructor's keyword arguments,
+    checked against its signature first, so `tasks validate` names a wrong or missing
+    key instead of the episode failing at run time."""
+    try:
+        params = inspect.signature(cls).parameters
+    except (TypeError, ValueError):  # no signature to read (a C type): just call it
+        return cls(**config)
+    takes = [n for n, p in params.items()
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    open_ended = any(p.kind is p.VAR_KEYWORD for p in params.values())
+    unknown = [k for k in config if k not in takes and not open_ended]
+    missing = [n for n, p in params.items() if p.default is p.empty and n not in config
+               and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    lines = [f"{path}.{k}: unknown key for evaluator {kind!r} (allowed: "
+             f"{', '.join(takes) or 'none'})" for k in unknown]
+    lines += [f"{path}.{n}: required by evaluator {kind!r}" for n in missing]
+    if lines:
+        raise TaskError("\n".join(lines))
+    return cls(**config)
 
 
 _loaded: dict[str, Any] = {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from distrl_sdk.evaluators import (
     AllOf,
     AnyOf,
     FileContains,
+    RewardEvaluator,
     SettingEquals,
     UIPredicate,
     Weighted,
@@ -135,3 +137,40 @@ def test_plugin_factory_callables_and_bad_products(monkeypatch: pytest.MonkeyPat
     assert isinstance(evaluator_from_config({"type": "fn", "key": "wifi_on"}), SettingEquals)
     with pytest.raises(TaskError, match=r"^success\.type: evaluator 'fn' built a str"):
         evaluator_from_config({"type": "fn"})
+
+
+class _CountsPackage(RewardEvaluator):
+    """An ordinary subclass, as the README's plugin example writes one."""
+
+    name = "counts"
+
+    def __init__(self, package: str, min_count: int = 1) -> None:
+        self.package, self.min_count = package, min_count
+
+    async def evaluate(self, device: Any, trajectory: Any, params: Any) -> float:
+        return 1.0
+
+
+def test_an_ordinary_subclass_takes_its_config_as_keywords(monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
+    """It used to get the config dict positionally (package = the whole dict), and
+    `tasks validate` passed the file; the episode then failed at run time."""
+    ep = importlib.metadata.EntryPoint(name="counts", value="x:y", group="distrl.evaluators")
+    monkeypatch.setattr(registry_mod, "plugin_evaluators", lambda: {"counts": ep})
+    monkeypatch.setattr(registry_mod, "_loaded", {"counts": _CountsPackage})
+    ev = evaluator_from_config({"type": "counts", "package": "com.x", "min_count": 3})
+    assert isinstance(ev, _CountsPackage) and (ev.package, ev.min_count) == ("com.x", 3)
+    with pytest.raises(TaskError) as err:
+        evaluator_from_config({"type": "counts", "pkg": "com.x"})
+    assert str(err.value).splitlines() == [
+        "success.pkg: unknown key for evaluator 'counts' (allowed: package, min_count)",
+        "success.package: required by evaluator 'counts'"]
+    pack = tmp_path / "mine.toml"
+    pack.write_text('[[task]]\nname = "mine.t"\ntemplate = "Do it"\n'
+                    '[task.success]\ntype = "counts"\npkg = "com.x"\n')
+    from click.testing import CliRunner
+
+    from farm.cli import cli
+
+    res = CliRunner().invoke(cli, ["tasks", "validate", str(pack)])
+    assert res.exit_code != 0 and "unknown key for evaluator 'counts'" in res.output
