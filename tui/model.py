@@ -178,8 +178,10 @@ class FleetModel:
     """Folds wire messages into state. ``clock`` is injectable so tests are repeatable."""
 
     def __init__(self, clock: Callable[[], float] = time.time, *, history: int = 300,
-                 max_logs: int = 2000) -> None:
+                 max_logs: int = 2000, max_devices: int = 4096) -> None:
         self.clock = clock
+        # bounded whatever the broker carries: 20,000 forged statuses made 20,000 rows
+        self.max_devices = max_devices
         self.devices: dict[DeviceKey, DeviceView] = {}
         self.logs: deque[LogLine] = deque(maxlen=max_logs)
         self.garbage: Counter[str] = Counter()
@@ -276,12 +278,30 @@ class FleetModel:
         self.log("info", f"{dev.label}: left the fleet (its farm stopped and cleared its "
                          "status)")
 
-    def _device(self, key: DeviceKey) -> DeviceView:
+    def _device(self, key: DeviceKey) -> DeviceView | None:
+        """The device's view, created on first sight; ``None`` when the fleet is full
+        (``max_devices``) and no offline device can make room (the least recently seen
+        offline one is dropped first)."""
         dev = self.devices.get(key)
         if dev is None:
+            if len(self.devices) >= self.max_devices and not self._make_room():
+                self.garbage["too_many_devices"] += 1
+                if self.garbage["too_many_devices"] == 1:
+                    self.log("warning", f"more than {self.max_devices} devices on the broker: "
+                                        "new ones are not shown (forged statuses?)")
+                return None
             dev = self.devices[key] = DeviceView(key)
             self.membership_rev += 1
         return dev
+
+    def _make_room(self) -> bool:
+        gone = [(d.last_seen, k) for k, d in self.devices.items() if d.state == "offline"]
+        if not gone:
+            return False
+        key = min(gone)[1]
+        del self.devices[key]
+        self.removed.append(key)
+        return True
 
     def _apply(self, msg: Message) -> FrameJob | None:
         t, body = msg.topic, msg.body
@@ -294,6 +314,8 @@ class FleetModel:
         elif isinstance(body, DeviceFrame) and body.device_id != FARM_STATUS_ID:
             key = (farm, body.device_id)
             dev = self._device(key)
+            if dev is None:
+                return None
             dev.last_seen = self.clock()
             if not dev.status_actions:  # statuses name each step's action; frames only
                 self._actions(dev, body.actions, body.step)  # when a source sends none
@@ -372,6 +394,8 @@ class FleetModel:
 
     def _status(self, key: DeviceKey, st: DeviceStatus) -> None:
         dev = self._device(key)
+        if dev is None:
+            return
         old = dev.state
         old_detail = dev.status.detail if dev.status is not None else None
         dev.status = st

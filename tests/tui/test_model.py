@@ -243,3 +243,19 @@ def test_a_repeated_log_line_is_counted_not_repeated() -> None:
     assert len(texts) == 3 and texts[0].startswith("rejected message on")
     assert texts[1] == "… the line above 4 more times" and texts[2] == "something else"
     assert m.garbage["bad_json"] == 5  # every one still counted by reason
+
+
+def test_forged_statuses_cannot_grow_the_fleet_without_bound() -> None:
+    """20,000 forged statuses made 20,000 rows: the fleet holds ``max_devices``, making
+    room by dropping the longest-unseen offline device, and counts the rest."""
+    m = FleetModel(fixed_clock, max_devices=50)
+    m.ingest(*ff.status(FARM, "real", "busy"))
+    for i in range(200):
+        m.ingest(*ff.status("evil", f"x{i}", "ready"))
+    assert len(m.devices) == 50 and (FARM, "real") in m.devices
+    assert m.garbage["too_many_devices"] == 151
+    assert sum("more than 50 devices" in ln.text for ln in m.logs) == 1
+    m.ingest(*ff.status("evil", "x0", "offline"))  # an offline one makes room
+    m.ingest(*ff.status(FARM, "new", "ready"))
+    assert (FARM, "new") in m.devices and ("evil", "x0") not in m.devices
+    assert len(m.devices) == 50
