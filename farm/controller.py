@@ -47,7 +47,7 @@ import json
 import logging
 import time
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -106,6 +106,9 @@ _WIRE_STATE = {
 
 #: the churn between episodes, coalesced into the live status updates
 _CHURN = frozenset({DeviceState.BUSY, DeviceState.READY})
+#: steps of one episode kept for its statuses (a status carries at most 64 of them)
+_MAX_EPISODE_STEPS = 1000
+_STATUS_STEPS = 64
 
 
 def status_of(state: DeviceState) -> str:
@@ -119,12 +122,16 @@ class MqttSink:
     Frames travel only when the collector captured screenshots; the :class:`EpisodeMeta`
     rides along as the ``meta.json`` attachment."""
 
-    def __init__(self, publisher: Publisher) -> None:
+    def __init__(self, publisher: Publisher,
+                 on_done: Callable[[Trajectory, EpisodeMeta], None] | None = None) -> None:
         self.publisher = publisher
+        self.on_done = on_done  # told of every episode, before it is spooled
         self.ids: list[str] = []
         self.errors = 0
 
     async def put(self, trajectory: Trajectory, meta: EpisodeMeta) -> None:
+        if self.on_done is not None:
+            self.on_done(trajectory, meta)
         msg = trajectory_to_msg(trajectory, farm_id=self.publisher.farm_id,
                                 device_id=meta.serial, traj_id=meta.episode_id)
         version = meta.policy_version if isinstance(meta.policy_version, int) else None
@@ -237,6 +244,26 @@ class _Live:
     elements: Sequence[UIElement] = ()  # of the newest observation (a reference, not a copy)
     framed_step: int | None = -1  # the step of the last thumbnail sent
     published: bool = False  # a status has shown this episode
+    episode: int | None = None  # its ordinal on the device (1, 2, …)
+    steps: list[tuple[int, dict[str, Any] | None]] = field(default_factory=list)
+    reported: int = 0  # steps already carried by a status
+    device: Any = None  # to take the screenshot a thumbnail shows (Device)
+    # set by the device's thumbnail task: the next decision takes the screenshot of the
+    # screen it was made on, before its action runs, and hands over all four together
+    frame_wanted: asyncio.Future[_Shot] | None = None
+
+
+@dataclass(frozen=True)
+class _Shot:
+    """One step's truth for a thumbnail: the screen an action was chosen on, its UI
+    elements, the action and the step number."""
+
+    step: int
+    action: Any
+    elements: Sequence[UIElement]
+    width: int
+    height: int
+    rgba: Any
 
 
 class _LivePolicy:
@@ -259,6 +286,19 @@ class _LivePolicy:
             observation.screen_size
         live.elements = observation.elements
         live.actions.append(action)
+        if len(live.steps) < _MAX_EPISODE_STEPS:
+            live.steps.append((observation.step, _last_action_json(action)))
+        wanted = live.frame_wanted
+        if wanted is not None and not wanted.done() and live.device is not None:
+            try:  # ~5-15 ms, at most frames_hz times a second, before the action runs
+                w, h, rgba = await live.device.screenshot_rgba()
+            except Exception as exc:  # the thumbnail task reports it; the step goes on
+                if not wanted.done():
+                    wanted.set_exception(exc)
+            else:
+                if not wanted.done():
+                    wanted.set_result(_Shot(observation.step, action, observation.elements,
+                                            w, h, rgba))
         self._touch()
         return out
 
@@ -278,7 +318,12 @@ class _LiveProvider:
             instruction = task.template
         live = _Live(task.name, instruction,
                      choice.version if isinstance(choice.version, int) else None)
+        self.ctl._episode_no[serial] += 1
+        live.episode, live.device = self.ctl._episode_no[serial], device
         self.ctl._live[serial] = live
+        started = self.ctl._live_started.pop(serial, None)
+        if started is not None:
+            started.set()
 
         def touch() -> None:
             self.ctl._dirty.add(serial)
@@ -318,7 +363,7 @@ class FarmController:
         self.policies: PolicyProvider = policies or (
             OracleProvider() if config.policy == "oracle" else RandomProvider(seed=config.seed))
         self.publisher = Publisher(config.broker_url, config.farm_id, config.spool_dir)
-        self.sink = MqttSink(self.publisher)
+        self.sink = MqttSink(self.publisher, on_done=self._episode_done)
         self.sampler = DirectedSampler(config.tasks, seed=config.seed)
         self.registry: DeviceRegistry | None = None
         self.collector: Collector | None = None
@@ -330,6 +375,10 @@ class FarmController:
         self.frame_errors = 0
         self.status_updates = 0  # live (coalesced) status publishes
         self._live: dict[str, _Live] = {}
+        self._episode_no: Counter[str] = Counter()  # episodes started, per device
+        self._live_started: dict[str, asyncio.Event] = {}  # a thumbnail waits for one
+        self._ended: dict[str, _Live] = {}  # the newest finished episode, until it is sunk
+        self._last_episode: dict[str, dict[str, Any]] = {}  # its outcome, for statuses
         self._dirty: set[str] = set()
         self._pending: dict[str, str] = {}  # serial → detail of a coalesced busy/ready change
         self._framers: dict[str, asyncio.Task[None]] = {}
@@ -360,8 +409,13 @@ class FarmController:
         h = md.health if md is not None else None
         if live is None and state is DeviceState.BUSY:
             live = self._live.get(serial)
+        steps: list[dict[str, Any]] = []
         if live is not None:
             live.published = True
+            # every step since the previous status (statuses are coalesced to status_hz)
+            steps = [{"step": k, "action": a} for k, a in live.steps[live.reported:]
+                     ][-_STATUS_STEPS:]
+            live.reported = len(live.steps)
         kind = "sim" if serial in self.config.sim_devices else (
             md.transport.value if md is not None else None)
         if md is not None and md.paused and state is DeviceState.BUSY:
@@ -378,7 +432,28 @@ class FarmController:
             step=live.step if live else None,
             episode_return=live.episode_return if live else None,
             last_action=_last_action_json(live.last_action) if live else None,
-            policy_version=live.policy_version if live else None)
+            policy_version=live.policy_version if live else None,
+            episode=live.episode if live else None, steps=steps,
+            last_episode=self._last_episode.get(serial))
+
+    def _episode_done(self, trajectory: Trajectory, meta: EpisodeMeta) -> None:
+        """(the sink, as the episode is handed over) Its outcome goes into the device's
+        statuses from now on, with the next (coalesced) status."""
+        serial = meta.serial
+        live = self._ended.pop(serial, None)
+        if live is None or live.episode is None:
+            return
+        self._last_episode[serial] = {
+            "episode": live.episode, "outcome": trajectory.status.value,
+            "return": round(live.episode_return, 4), "steps": len(trajectory.steps)}
+        md = self.registry.devices.get(serial) if self.registry is not None else None
+        if md is None:
+            return
+        # the next coalesced status carries it: the live one of its next episode, or,
+        # idle, the one of its release (that went out before the outcome was known)
+        if md.state is not DeviceState.BUSY and md.state in _CHURN:
+            self._pending.setdefault(serial, "episode over")
+        self._dirty.add(serial)
 
     async def _publish_status(self, serial: str, state: DeviceState, detail: str) -> None:
         try:
@@ -403,9 +478,14 @@ class FarmController:
         if change.state is not DeviceState.BUSY:
             live = self._live.pop(serial, None)  # the episode is over
             self._dirty.discard(serial)
-            if live is not None and not live.published:  # never shown: its final state
-                self._spawn(self._send_status(
-                    self._status(serial, DeviceState.BUSY, "episode over", live)))
+            if live is not None:
+                self._ended[serial] = live
+                if live.frame_wanted is not None:
+                    live.frame_wanted.cancel()  # no decision will take that screenshot
+                if not live.published or live.reported < len(live.steps):
+                    # its last steps (or the whole of a short episode) were never shown
+                    self._spawn(self._send_status(
+                        self._status(serial, DeviceState.BUSY, "episode over", live)))
         elif self.config.frames_hz > 0 and serial not in self._framers:
             self._framers[serial] = asyncio.get_running_loop().create_task(
                 self._frames(serial), name=f"frames:{serial}")
@@ -451,9 +531,13 @@ class FarmController:
                 await self._publish_status(serial, md.state, detail)
 
     async def _frames(self, serial: str) -> None:
-        """One device's thumbnails: at most ``frames_hz``, only when worth looking at."""
+        """One device's thumbnails: at most ``frames_hz``, only when worth looking at.
+        Each is one step's truth: the screen the step's action was chosen on (taken by
+        that decision, before the action ran), its UI elements, the action and the step
+        number, so a viewer never mixes a fresh screen with an older step's elements."""
         cfg = self.config
         period = 1.0 / cfg.frames_hz
+        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(period)
             live, cmds, reg = self._live.get(serial), self.commands, self.registry
@@ -464,26 +548,61 @@ class FarmController:
             if md is None or md.state is not DeviceState.BUSY:
                 continue
             await self._frame_slot()
-            if self._live.get(serial) is not live:
-                continue  # that episode ended while waiting for a slot
-            step, elements = live.step, live.elements
+            # the slot is ours even if that episode ended meanwhile: the next one takes it
+            shot = await self._next_shot(serial, loop.time() + max(2.0, 4 * period))
+            if shot is None:
+                continue
             try:
-                w, h, rgba = await md.device.screenshot_rgba()
-                jpeg, tw, th = await asyncio.to_thread(_thumbnail, w, h, rgba,
-                                                       cfg.frame_width, cfg.frame_quality)
-                del rgba
-                frame = DeviceFrame(device_id=serial, width=tw, height=th, screen_width=w,
-                                    screen_height=h, step=step, actions=[
-                                        _px_action(a, (w, h)) for a in list(live.actions)],
-                                    elements=compact_elements(elements))
+                jpeg, tw, th = await asyncio.to_thread(_thumbnail, shot.width, shot.height,
+                                                       shot.rgba, cfg.frame_width,
+                                                       cfg.frame_quality)
+                size = (shot.width, shot.height)
+                frame = DeviceFrame(device_id=serial, width=tw, height=th,
+                                    screen_width=shot.width, screen_height=shot.height,
+                                    step=shot.step, actions=[_px_action(shot.action, size)],
+                                    elements=compact_elements(shot.elements))
                 payload = encode_frame(frame, jpeg, farm_id=cfg.farm_id)
             except (DistRLError, OSError, ValueError) as exc:
                 self.frame_errors += 1
                 log.debug("thumbnail of %s failed: %s", serial, exc)
                 continue
-            live.framed_step = step
+            if (live := self._live.get(serial)) is not None:
+                live.framed_step = shot.step
             if await cmds.publish(topics.frame(cfg.farm_id, serial), payload, qos=0):
                 self.frames_sent[serial] += 1
+
+    async def _next_shot(self, serial: str, deadline: float) -> _Shot | None:
+        """The next decision's screen on ``serial`` (see :class:`_Shot`), waiting through
+        episode ends and the gaps between episodes until ``deadline`` (loop time)."""
+        loop = asyncio.get_running_loop()
+        while (left := deadline - loop.time()) > 0:
+            live = self._live.get(serial)
+            if live is None:  # between episodes: wait for the next to start
+                started = self._live_started.setdefault(serial, asyncio.Event())
+                try:
+                    await asyncio.wait_for(started.wait(), left)
+                except TimeoutError:
+                    return None
+                continue
+            wanted: asyncio.Future[_Shot] = loop.create_future()
+            live.frame_wanted = wanted
+            try:  # the next decision fills it; the episode's end cancels it
+                return await asyncio.wait_for(wanted, left)
+            except TimeoutError:
+                return None
+            except asyncio.CancelledError:
+                me = asyncio.current_task()
+                if me is not None and me.cancelling():
+                    raise  # this task is being stopped, not just the wait
+                continue  # the episode ended before its next decision: try the next one
+            except (DistRLError, OSError, ValueError) as exc:
+                self.frame_errors += 1
+                log.debug("screenshot of %s failed: %s", serial, exc)
+                return None
+            finally:
+                if live.frame_wanted is wanted:
+                    live.frame_wanted = None
+        return None
 
     async def _frame_slot(self) -> None:
         """Wait for the farm-wide thumbnail budget (``frames_total_hz``): slots are handed

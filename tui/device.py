@@ -1,7 +1,8 @@
-"""The Device screen (``enter`` on a row, ``esc`` back): the live screen large, in
-half-block cells with the agent's last actions drawn on it (red rings: taps, yellow
-arrows: swipes), the current instruction, the UI elements of the newest frame (the one
-under the newest tap highlighted), the action history and the device's log.
+"""The Device screen (``enter`` on a row, ``esc`` back): one step's truth — the screen a
+step's action was chosen on, large, in half-block cells with that action drawn on it
+(red rings: taps, yellow arrows: swipes), that observation's UI elements (the one under
+the tap highlighted) — the current instruction, the action history (every step, an
+opening line per episode and its outcome at its end; scrollable) and the device's log.
 
 With ``--image native`` (auto-detected by ``distrl tui``) the picture is the real frame
 drawn through the terminal's graphics (Kitty, Sixel, iTerm2) by textual-image; half-block
@@ -15,7 +16,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Footer, Static
 
@@ -59,7 +60,8 @@ class DeviceScreen(DeviceActionsScreen):
             yield Static(id="screen")
             with Vertical(id="side"):
                 yield Static(id="info")
-                yield Static(id="history")
+                with VerticalScroll(id="history"):  # every step: scrollable
+                    yield Static(id="history-text")
                 yield Static(id="devlog")
             yield Static(id="elements")  # a full-height column: a screen has many
         yield Footer()
@@ -111,9 +113,15 @@ class DeviceScreen(DeviceActionsScreen):
             screen.update(Text("waiting for a frame…", style="dim"))
         self.query_one("#info", Static).update(self._info(dev))
         self.query_one("#elements", Static).update(elements_text(dev.frame))
-        hist = list(dev.actions)[-40:]
-        self.query_one("#history", Static).update(
-            "[b]actions[/b] (newest last)\n" + ("\n".join(hist) if hist else "[dim]none yet[/]"))
+        hist = Text("actions", style="bold")
+        hist.append(" (every step, newest last)\n", style="dim")
+        hist.append("\n".join(dev.actions) if dev.actions else "none yet",
+                    style="" if dev.actions else "dim")
+        box = self.query_one("#history", VerticalScroll)
+        following = box.scroll_y >= box.max_scroll_y  # at the end: stay there
+        self.query_one("#history-text", Static).update(hist)
+        if following:
+            box.scroll_end(animate=False)
         lines = [f"{datetime.fromtimestamp(ln.at, UTC):%H:%M:%S} {ln.text}"
                  for ln in list(dev.log)[-40:]]
         log = Text("device log\n", style="bold")

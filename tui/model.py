@@ -136,9 +136,13 @@ class DeviceView:
     last_seen: float = 0.0
     rev: int = 0  # bumped on every change; screens compare it with what they show
     status_actions: bool = False  # its statuses carry last_action (the history's source)
-    actions: deque[str] = field(default_factory=lambda: deque(maxlen=100))
+    # the action history, one line per step, episodes between separators
+    actions: deque[str] = field(default_factory=lambda: deque(maxlen=300))
     log: deque[LogLine] = field(default_factory=lambda: deque(maxlen=300))
     _last_action_step: tuple[int | None, int | None] | None = None
+    _hist_episode: int | None = None  # the episode the history's newest lines belong to
+    _hist_step: int = -1  # its newest step shown
+    _hist_closed: int | None = None  # the newest episode whose outcome line is shown
 
     @property
     def state(self) -> str:
@@ -414,9 +418,43 @@ class FleetModel:
                 self.notices.append((sev, f"{dev.label}: {old} → {st.state}"))
         elif st.detail and st.detail != old_detail and st.detail not in _ROUTINE_DETAILS:
             self.log("info", f"{dev.label}: {human_detail(st.detail)}", key)
-        if st.last_action is not None:
+        if st.episode is not None or st.steps or st.last_episode is not None:
+            dev.status_actions = True  # a farm that reports every step (farm.controller)
+            self._step_history(dev, st)
+        elif st.last_action is not None:  # one that samples the newest action only
             dev.status_actions = True
             self._actions(dev, [st.last_action], st.step)
+
+    def _step_history(self, dev: DeviceView, st: DeviceStatus) -> None:
+        """Every step from the statuses' ``steps``, an opening line per episode and its
+        outcome at its end; statuses replayed (a reconnect, the retained one) add
+        nothing twice."""
+        before = len(dev.actions), dev.actions[-1] if dev.actions else None
+        done = st.last_episode if isinstance(st.last_episode, dict) else {}
+        n = done.get("episode")
+        if isinstance(n, int) and n != dev._hist_closed and (
+                dev._hist_closed is None or n > dev._hist_closed):
+            ret = done.get("return")
+            where = "" if n == dev._hist_episode else " (above)"
+            dev.actions.append(
+                f"■ episode {n}{where}: {done.get('outcome', '?')}"
+                + (f" · return {ret:+.2f}" if isinstance(ret, int | float) else "")
+                + (f" · {done['steps']} steps" if isinstance(done.get("steps"), int) else ""))
+            dev._hist_closed = n
+        if st.episode is not None and st.episode != dev._hist_episode and (
+                dev._hist_episode is None or st.episode > dev._hist_episode):
+            dev.actions.append(f"▶ episode {st.episode}: {st.task or '?'}")
+            dev._hist_episode, dev._hist_step = st.episode, -1
+        if st.episode == dev._hist_episode:
+            for item in st.steps:
+                k = item.get("step")
+                if isinstance(k, int) and k > dev._hist_step:
+                    act = item.get("action")
+                    dev.actions.append(f"  #{k} "
+                                       + describe_action(act if isinstance(act, dict) else None))
+                    dev._hist_step = k
+        if (len(dev.actions), dev.actions[-1] if dev.actions else None) != before:
+            dev.rev += 1
 
     def _actions(self, dev: DeviceView, actions: Iterable[dict[str, Any]],
                  step: int | None) -> None:

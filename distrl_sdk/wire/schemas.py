@@ -144,6 +144,14 @@ class DeviceStatus(_Model):
     # host:port of the adb server the farm reaches the device through (what `distrl
     # deploy --adb-port` needs on the farm's host)
     adb_server: str | None = Field(default=None, max_length=262)
+    # the running episode's ordinal on this device (1, 2, …) and its steps since the
+    # previous status ({"step": k, "action": AndroidWorld JSON}): statuses are coalesced
+    # to ≤ status_hz, so each one carries every step taken since the last
+    episode: int | None = Field(default=None, ge=1)
+    steps: list[dict[str, Any]] = Field(default_factory=list, max_length=64)
+    # the newest finished episode: {"episode": N, "outcome": success | failure | aborted |
+    # errored, "return": float, "steps": n}
+    last_episode: dict[str, Any] | None = None
     updated_at: float = Field(default_factory=time.time)
 
 

@@ -129,10 +129,10 @@ async def test_live_status_and_thumbnails(tmp_path: Path) -> None:
             for k in ("y", "y1", "y2"):
                 if k in a:
                     assert isinstance(a[k], int) and 0 <= a[k] < f.screen_height
-        # the UI elements of the observation the newest step saw (no extra dump): none
-        # for a thumbnail taken before the episode's first step
-        assert len(f.elements) <= 64 and (f.step is None) == (not f.elements), \
-            (f.step, len(f.elements))
+        # one step's truth: the screen its action was chosen on, that observation's UI
+        # elements (no extra dump) and that one action, under its step number
+        assert f.step is not None and len(f.actions) == 1, (f.step, f.actions)
+        assert 0 < len(f.elements) <= 64, (f.step, len(f.elements))
         for e in f.elements:
             left, top, right, bottom = e["bounds"]
             assert 0 <= left < right <= f.screen_width and 0 <= top < bottom <= f.screen_height

@@ -9,6 +9,7 @@ exactly what a TUI would receive and sampled the way its screen reads it."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -40,6 +41,7 @@ async def test_short_episodes_show_steps_returns_and_every_episode(tmp_path: Pat
     model = FleetModel()
     statuses: dict[str, list[DeviceStatus]] = defaultdict(list)
     samples: list[tuple[int | None, float | None]] = []  # (step, return) of busy rows
+    histories: dict[str, list[str]] = {}  # the device screen's action history, per device
     with BackgroundFarm(2, seed=5) as sims, PrivateAdbServer() as adb:
         serials = list(sims.serials)
         async with EmbeddedBroker(backend="mosquitto") as broker:
@@ -61,6 +63,7 @@ async def test_short_episodes_show_steps_returns_and_every_episode(tmp_path: Pat
                         for d in model.devices.values():
                             if d.status is not None and d.state == "busy":
                                 samples.append((d.status.step, d.status.episode_return))
+                            histories[d.key[1]] = list(d.actions)
                         await asyncio.sleep(0.1)
 
                 pumping = asyncio.create_task(pump())
@@ -81,6 +84,28 @@ async def test_short_episodes_show_steps_returns_and_every_episode(tmp_path: Pat
                 await sampling
                 await asyncio.sleep(0.5)
                 pumping.cancel()
+
+    # the device screen's history: every step of every finished episode, numbered from 0
+    # without gaps, between its opening line and its outcome (statuses are coalesced to
+    # 1 Hz while these episodes take a fraction of a second)
+    finished = 0
+    for serial, lines in histories.items():
+        opened: dict[int, list[int]] = {}
+        current: int | None = None
+        for line in lines:
+            if m := re.match(r"▶ episode (\d+): ", line):
+                current = int(m.group(1))
+                opened[current] = []
+            elif m := re.match(r"  #(\d+) ", line):
+                if current is not None:  # (the bounded history may start mid-episode)
+                    opened[current].append(int(m.group(1)))
+            elif m := re.match(r"■ episode (\d+)(?: \(above\))?: success · return \+1\.00 · "
+                               r"(\d+) steps", line):
+                n, k = int(m.group(1)), int(m.group(2))
+                if n in opened:  # opened before the window's first snapshot otherwise
+                    assert opened[n] == list(range(k)), (serial, n, opened[n], lines)
+                    finished += 1
+    assert finished >= 4, histories
 
     # the farm's own retained status is its link: never a device row
     assert (FARM, FARM_STATUS_ID) not in model.devices

@@ -4,6 +4,7 @@ action marks and the coalescing frame decoder."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from PIL import Image
 
@@ -259,3 +260,26 @@ def test_forged_statuses_cannot_grow_the_fleet_without_bound() -> None:
     m.ingest(*ff.status(FARM, "new", "ready"))
     assert (FARM, "new") in m.devices and ("evil", "x0") not in m.devices
     assert len(m.devices) == 50
+
+
+def test_the_history_has_every_step_episode_separators_and_outcomes() -> None:
+    """What farm.controller sends (tests/tui/test_live_status.py checks it against a
+    real farm): each status carries the steps since the previous one; the newest
+    finished episode's outcome rides along. Replayed statuses add nothing."""
+    def act(k: int) -> dict[str, Any]:
+        return {"step": k, "action": {"action_type": "click", "x": k, "y": k}}
+
+    m = model_with(ff.status(FARM, "a", "busy", episode=1, task="t.one",
+                             steps=[act(0), act(1)]),
+                   ff.status(FARM, "a", "busy", episode=1, task="t.one", steps=[act(2)]),
+                   ff.status(FARM, "a", "busy", episode=1, task="t.one", steps=[act(2)]),
+                   ff.status(FARM, "a", "busy", episode=2, task="t.two", steps=[act(0)],
+                             last_episode={"episode": 1, "outcome": "success",
+                                           "return": 1.0, "steps": 3}),
+                   ff.status(FARM, "a", "ready", episode=None,
+                             last_episode={"episode": 1, "outcome": "success",
+                                           "return": 1.0, "steps": 3}))
+    assert list(m.devices[(FARM, "a")].actions) == [
+        "▶ episode 1: t.one", "  #0 click(x=0, y=0)", "  #1 click(x=1, y=1)",
+        "  #2 click(x=2, y=2)", "■ episode 1: success · return +1.00 · 3 steps",
+        "▶ episode 2: t.two", "  #0 click(x=0, y=0)"]

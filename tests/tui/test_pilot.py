@@ -145,7 +145,7 @@ async def test_enter_opens_the_device_screen_and_esc_returns(make_app: App,
         assert screen.query_one("#screen", Static).content is dev.big
         info = text(screen.query_one("#info", Static))
         assert "Turn off Wi-Fi" in info and "76%" in info and "v3" in info
-        hist = text(screen.query_one("#history", Static))
+        hist = text(screen.query_one("#history-text", Static))
         assert "#2 swipe(" in hist
         log = text(screen.query_one("#devlog", Static))
         assert "unknown → busy" in log
@@ -160,7 +160,7 @@ async def test_enter_opens_the_device_screen_and_esc_returns(make_app: App,
             {"action_type": "long_press", "x": 0.2, "y": 0.2}]))
         await app.settle()
         assert dev.big is not old_big and dev.frame is not None and dev.frame.step == 9
-        assert "#9 long_press" in text(screen.query_one("#history", Static))
+        assert "#9 long_press" in text(screen.query_one("#history-text", Static))
         els = text(screen.query_one("#elements", Static)).splitlines()  # updated live
         assert "▶ Row 0 LinearLayout" in els and "› Row 1 (current) LinearLayout" in els
         assert "› [ ] Wi-Fi Switch" in els and "› Row 1 LinearLayout" not in els

@@ -71,7 +71,11 @@ def everything() -> list[Wire]:
     feed = [ff.status(FARM, "sim-0", "busy", detail=odd, policy_version=7, episodes=12,
                       task="settings.wifi_off", instruction=odd, step=3, episode_return=-1.5,
                       last_action={"action_type": "click", "x": 5, "y": 7}, battery=3,
-                      temperature_c=51.5, kind="sim", adb_server="h" * 262),
+                      temperature_c=51.5, kind="sim", adb_server="h" * 262, episode=3,
+                      steps=[{"step": k, "action": {"action_type": "type", "text": odd}}
+                             for k in range(64)],
+                      last_episode={"episode": 2, "outcome": odd, "return": -1e9,
+                                    "steps": 10**6}),
             ff.frame(FARM, "sim-0", step=3, seed=1,
                      actions=[{"action_type": "type", "text": odd}]),
             ff.status(FARM, "sim-1", "offline", detail="error: heartbeat lost"),
