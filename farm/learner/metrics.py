@@ -1,7 +1,9 @@
 """Learner metrics: sliding-window statistics and TensorBoard-style scalar logs.
 
 :class:`ScalarLog` is an append-only JSONL file of ``{tag, step, wall_time, value}``
-records (what TensorBoard's scalar summaries hold, without the tensorboard dependency);
+records (what TensorBoard's scalar summaries hold), and with ``tensorboard_dir`` the same
+scalars as TensorBoard event files (torch's ``SummaryWriter``, when the ``tensorboard``
+package is installed: ``tensorboard --logdir RUN_DIR/tensorboard``);
 :func:`read_scalars` reads it back (a torn last line from a crash is skipped) and
 :func:`export_csv` writes ``tag,step,wall_time,value`` rows for spreadsheets/plots.
 :class:`LearnerStats` keeps the windows the learner reports from: success rate, returns,
@@ -26,10 +28,21 @@ __all__ = ["LearnerStats", "ScalarLog", "export_csv", "read_scalars"]
 class ScalarLog:
     """Append-only scalar log. Each :meth:`write` is one flushed batch of lines."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str],
+                 tensorboard_dir: str | os.PathLike[str] | None = None) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._f: TextIO | None = None
+        self.tensorboard: Any = None  # torch.utils.tensorboard.SummaryWriter, if it loads
+        self.tensorboard_error: str | None = None  # why not, when asked for
+        if tensorboard_dir is not None:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+            except ImportError as exc:  # torch or the tensorboard package missing
+                self.tensorboard_error = (f"{exc}; `pip install tensorboard` for event "
+                                          "files (scalars.jsonl is written either way)")
+            else:
+                self.tensorboard = SummaryWriter(str(tensorboard_dir), flush_secs=10)
 
     def _file(self) -> TextIO:
         if self._f is None:
@@ -46,12 +59,19 @@ class ScalarLog:
             f = self._file()
             f.write("\n".join(lines) + "\n")
             f.flush()
+            if self.tensorboard is not None:
+                for tag, v in scalars.items():
+                    if math.isfinite(float(v)):
+                        self.tensorboard.add_scalar(tag, float(v), int(step), walltime=t)
         return len(lines)
 
     def close(self) -> None:
         if self._f is not None:
             self._f.close()
             self._f = None
+        if self.tensorboard is not None:
+            self.tensorboard.close()
+            self.tensorboard = None
 
     def __enter__(self) -> ScalarLog:
         return self

@@ -128,6 +128,9 @@ class LearnerConfig(BaseModel):
                                 description="Episodes in the sliding success-rate window.")
     max_trajectory_bytes: int = Field(64 * 1024 * 1024, ge=1024,
                                       description="Larger trajectories are rejected.")
+    tensorboard: bool = Field(True, description="Also write the scalars as TensorBoard "
+                                               "event files (RUN_DIR/tensorboard; needs the "
+                                               "tensorboard package).")
     journal_fsync: bool = Field(True, description="fsync the journal before acking (safe "
                                                   "against power loss, not only crashes).")
     idle_s: float = Field(0.05, gt=0,
@@ -416,7 +419,10 @@ class LearnerService:
         self._stopping = False  # the train loop finishes its step and exits
         self._exec = ThreadPoolExecutor(1, thread_name_prefix="learner-train")
         self._journal = Journal(self.run_dir / "journal", fsync=config.journal_fsync)
-        self._scalars = ScalarLog(self.run_dir / "scalars.jsonl")
+        self._scalars = ScalarLog(self.run_dir / "scalars.jsonl",
+                                  self.run_dir / "tensorboard" if config.tensorboard else None)
+        if self._scalars.tensorboard_error:
+            log.warning("no TensorBoard event files: %s", self._scalars.tensorboard_error)
         self._ckpt_lock = asyncio.Lock()
         self._publish_lock = asyncio.Lock()
         self._ckpt_seq = 0

@@ -157,6 +157,8 @@ async def test_learns_publishes_and_a_farm_hot_swaps(broker: EmbeddedBroker,
             "policy/published_version"} <= tags
     assert any(t.startswith("train/") for t in tags)
     assert export_csv(scal, tmp_path / "s.csv", tags=["replay_size"]) >= 1
+    # the same scalars as TensorBoard event files (the tensorboard package is a dev dep)
+    assert list((tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*"))
     ckpts = sorted((tmp_path / "run" / "checkpoints").glob("ckpt-*"))
     assert len(ckpts) == 1 and (ckpts[0] / "policy" / "policy.safetensors").is_file()
 
