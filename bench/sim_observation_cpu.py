@@ -7,7 +7,7 @@ dump from cache); (B) a `settings put` of a key nothing shows, then observe; (C)
 `settings put` that flips dark theme, then observe, so the whole screen re-renders.
 The action's own cost is B − A, so an observation of a changed screen costs C − B + A.
 
-Bar (DESIGN.md §6 / issue 2): ≤ 10 ms, so one core serves ≥ 32 phones at 1 step/s.
+Bar (docs/design.md §8): ≤ 10 ms, so one core serves ≥ 32 phones at 1 step/s.
 """
 
 from __future__ import annotations

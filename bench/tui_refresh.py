@@ -1,4 +1,4 @@
-"""TUI refresh rate and CPU with 64 devices' live thumbnails (DESIGN.md §6).
+"""TUI refresh rate and CPU with 64 devices' live thumbnails (docs/design.md §8).
 
 The real app (``tui.app.DistrlTui``) runs headless on the fake source, fed like a farm
 would feed it over MQTT: every device sends one status and one JPEG thumbnail per
@@ -75,7 +75,7 @@ async def run(devices: int, seconds: int, warmup: float, size: tuple[int, int],
     phase = list(range(devices))
     random.Random(0).shuffle(phase)
     src = FakeSource()
-    app = DistrlTui(src, tick_s=tick_s)
+    app = DistrlTui(src, tick_s=tick_s, fleet_view="list")  # the list view (tui_wall.py: the wall)
     updates: list[float] = []
     console = Console(file=io.StringIO(), force_terminal=True, color_system="truecolor",
                       width=size[0], height=size[1], legacy_windows=False)

@@ -1,7 +1,7 @@
 """A lean asyncio client of the adb server's smart-socket protocol.
 
 adbutils pays ≥ 20 ms per ``shell()`` (its connection close sleeps 10 ms) and grows
-a bytes object 4 KB at a time (DESIGN.md §4), which is fine for setup work and far
+a bytes object 4 KB at a time (docs/design.md §4), which is fine for setup work and far
 too slow for the per-step hot path. This client opens one socket per command
 (``host:transport:SERIAL`` then ``shell:``/``shell,v2,raw:``/``exec:``) and reads
 into a buffer that grows geometrically; raw frames, whose header gives their size, go

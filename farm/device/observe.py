@@ -4,7 +4,7 @@ The three reads run **concurrently** (an ``asyncio.TaskGroup``, i.e. gather with
 sibling cancellation) under one deadline, so an observation costs about the slowest of
 them, not the sum.
 
-Stale-frame policy (DESIGN.md §4, "never a silent black frame"):
+Stale-frame policy (docs/design.md §4, "never a silent black frame"):
 
 * :func:`observe` never invents pixels. A capture that fails, times out, comes back
   short, or is all zero bytes (a transparent-black buffer, which a working
