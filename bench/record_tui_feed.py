@@ -44,7 +44,7 @@ async def record(seconds: float, phones: int, out: Path, frames_per_device: int)
     frames: dict[str, list[int]] = {}  # topic → indices into rows
     with tempfile.TemporaryDirectory(prefix="distrl-record-") as tmp:
         run = Path(tmp)
-        (run / "learner.toml").write_text(learner_toml("aride"))
+        (run / "learner.toml").write_text(learner_toml())
         async with EmbeddedBroker() as broker:
             learner = _Child("learner", _distrl(
                 "learner", "--config", str(run / "learner.toml"), "--broker", broker.url,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from PIL import Image
@@ -44,6 +44,7 @@ class DecoderStats:
     decoded: int = 0
     coalesced: int = 0  # frames replaced by a newer one before decoding
     errors: int = 0
+    deferred: int = 0  # frames of off-screen devices not rendered (set_visible)
     busy_s: float = field(default=0.0)  # thread CPU time spent decoding
 
 
@@ -65,6 +66,9 @@ class FrameDecoder:
         self._done: dict[DeviceKey, Rendered] = {}
         self._focus: tuple[DeviceKey, int, int] | None = None
         self._tile: tuple[int, int] | None = None
+        # the devices on screen (None: all): others' frames wait, newest only, until
+        # they are scrolled into view (a 200×50 wall shows 20 of 64 phones)
+        self._visible: frozenset[DeviceKey] | None = None
         self.native = False  # also hand the focus device's picture over (terminal graphics)
         self._thread: threading.Thread | None = None
         self._busy = False
@@ -115,6 +119,20 @@ class FrameDecoder:
             self._tile = tile
             for key, job in self._last.items():
                 self._pending.setdefault(key, job)
+        self._wake.set()
+
+    def set_visible(self, keys: Iterable[DeviceKey] | None) -> None:
+        """Render only these devices' frames (and the focus device's); ``None``: all.
+        A device that comes into view gets its newest frame rendered at once."""
+        new = None if keys is None else frozenset(keys)
+        with self._lock:
+            old = self._visible
+            if new == old:
+                return
+            self._visible = new
+            for key, job in self._last.items():
+                if (new is None or key in new) and old is not None and key not in old:
+                    self._pending.setdefault(key, job)
         self._wake.set()
 
     @property
@@ -170,7 +188,12 @@ class FrameDecoder:
             self._wake.clear()
             with self._lock:
                 jobs, self._pending = self._pending, {}
-                focus, tile = self._focus, self._tile
+                focus, tile, visible = self._focus, self._tile, self._visible
+                if visible is not None:  # off-screen ones wait in _last (newest only)
+                    shown = {k: j for k, j in jobs.items()
+                             if k in visible or (focus is not None and focus[0] == k)}
+                    self.stats.deferred += len(jobs) - len(shown)
+                    jobs = shown
                 self._busy = bool(jobs)
             if not jobs:
                 continue

@@ -223,6 +223,8 @@ class FleetScreen(DeviceActionsScreen):
 
     def _refresh_wall(self, order: list[DeviceKey]) -> None:
         model, w = self.tui.model, self.wall
+        on_screen = [k for k in w.visible_keys() if isinstance(k, tuple)]
+        self.tui.decoder.set_visible(on_screen)  # off-screen phones' frames wait
         if order != self._order:
             tiles = {}
             for key in order:
@@ -232,7 +234,7 @@ class FleetScreen(DeviceActionsScreen):
             w.set_tiles(order, tiles)
             self._order = order
             return
-        for key in order:
+        for key in on_screen:  # the others are brought up to date when they scroll in
             dev = model.devices[key]
             if self._shown_rev.get(key) != dev.rev:
                 self._shown_rev[key] = dev.rev
@@ -246,7 +248,10 @@ class FleetScreen(DeviceActionsScreen):
         order = model.visible(self.query_text, self.sort_key, self.reverse)
         if self.view == "wall":
             self._refresh_wall(order)
-        elif order != self._order:
+            self._draw_bars(len(order))
+            return
+        self.tui.decoder.set_visible(None)  # the list: every row's thumbnail
+        if order != self._order:
             cells = {}
             for key in order:
                 dev = model.devices[key]

@@ -71,4 +71,6 @@ def test_a_fresh_recording_is_covered(tmp_path: Path) -> None:
     assert any(n.startswith("train/") for n in names), names
     assert untested(names) == []
     for t, p in feed:
+        if not p and "/status/" in t:
+            continue  # a stopped farm clearing a device's retained status
         assert isinstance(parse_message(t, p), Message), t

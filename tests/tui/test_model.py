@@ -283,3 +283,38 @@ def test_the_history_has_every_step_episode_separators_and_outcomes() -> None:
         "▶ episode 1: t.one", "  #0 click(x=0, y=0)", "  #1 click(x=1, y=1)",
         "  #2 click(x=2, y=2)", "■ episode 1: success · return +1.00 · 3 steps",
         "▶ episode 2: t.two", "  #0 click(x=0, y=0)"]
+
+
+def test_the_decoder_renders_only_devices_on_screen_and_catches_up() -> None:
+    """The wall shows 20 of 64 phones at 200×50: off-screen frames wait (newest only)
+    and are rendered the moment their device scrolls into view."""
+    dec = FrameDecoder(4, 8)
+    dec.set_tile(10, 10)
+    dec.start()
+    try:
+        keys = [(FARM, f"d{i}") for i in range(6)]
+        dec.set_visible(keys[:2])
+        for k in keys:
+            t, p = ff.frame(*k)
+            m = FleetModel(fixed_clock)
+            job = m.ingest(t, p)
+            assert job is not None
+            dec.submit(job)
+        deadline = time.monotonic() + 10
+        got: dict[Any, Any] = {}
+        while (len(got) < 2 or not dec.idle) and time.monotonic() < deadline:
+            got.update(dec.take())
+            time.sleep(0.01)  # the decoder thread: nothing to await from here
+        assert set(got) == set(keys[:2]) and dec.stats.deferred == 4
+        dec.set_visible(keys[2:4])  # scrolled
+        while (len(got) < 4 or not dec.idle) and time.monotonic() < deadline:
+            got.update(dec.take())
+            time.sleep(0.01)
+        assert set(got) == set(keys[:4])
+        dec.set_visible(None)  # the list view: everyone
+        while len(got) < 6 and time.monotonic() < deadline:
+            got.update(dec.take())
+            time.sleep(0.01)
+        assert set(got) == set(keys)
+    finally:
+        dec.stop()

@@ -68,9 +68,14 @@ async def test_wall_keys_move_open_and_switch_to_the_list() -> None:
         wall = wall_of(app)
         g = wall.grid
         assert app.decoder.tile == (g.screen_cols, g.screen_rows)  # tiles rendered at size
-        assert all(d.tile is not None and d.tile.rows == 20 for d in app.model.devices.values())
         assert wall.visible_keys() == wall.keys[:g.columns * g.rows]
         keys = wall.keys
+        # only the phones on screen are decoded; the others wait for their turn
+        shown = set(wall.visible_keys())
+        assert all(app.model.devices[k].tile is not None
+                   and app.model.devices[k].tile.rows == 20 for k in shown)  # type: ignore[union-attr]
+        assert all(app.model.devices[k].tile is None for k in keys if k not in shown)
+        assert app.decoder.stats.deferred >= len(keys) - len(shown)
 
         async def at(*press: str) -> object:
             await pilot.press(*press)
@@ -84,6 +89,11 @@ async def test_wall_keys_move_open_and_switch_to_the_list() -> None:
         top = int(wall.scroll_y)
         assert top % g.tile_h == 0 and top > 0  # scrolled by whole tile rows
         assert keys[-1] in wall.visible_keys()
+        await app.settle()  # scrolled in: their newest frames are rendered now
+        await pilot.pause()
+        await app.settle()
+        assert all(app.model.devices[k].tile is not None for k in wall.visible_keys())
+        assert wall.tiles[keys[-1]].picture is not None
         assert await at("home") == keys[0] and int(wall.scroll_y) == 0
         assert await at("pagedown") == keys[g.rows * g.columns]
         assert await at("pageup") == keys[0]
