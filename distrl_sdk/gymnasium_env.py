@@ -1,7 +1,8 @@
 """A task on a phone as a Gymnasium environment, for SB3, RLlib, TorchRL or CleanRL code.
 
-    from distrl_sdk.gymnasium_env import PhoneEnv
-    env = PhoneEnv(TaskRegistry.discover().get("settings.wifi_off"), device, split="train")
+    env = gymnasium.make("distrl_sdk.gymnasium_env:distrl/Phone-v0",
+                         task="settings.wifi_off", device=device, split="train")
+    # or PhoneEnv(task_class_or_name, device), TapEnv(…) / "distrl/Tap-v0"
     obs, info = env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(
         '{"action_type": "click", "x": 0.5, "y": 0.3}')
@@ -61,10 +62,14 @@ class PhoneEnv(gymnasium.Env[dict[str, Any], Any]):
 
     metadata = {"render_modes": ["rgb_array"]}  # noqa: RUF012 - Gymnasium's own attribute
 
-    def __init__(self, task: type[Task], device: Device, *, split: Split = "train",
+    def __init__(self, task: type[Task] | str, device: Device, *, split: Split = "train",
                  screen_shape: tuple[int, int] = (240, 108), stop_on_success: bool = True,
                  max_steps: int | None = None, settle_s: float = 0.0,
                  render_mode: str | None = None) -> None:
+        if isinstance(task, str):  # a registered task's name
+            from distrl_sdk.registry import TaskRegistry
+
+            task = TaskRegistry.discover().get(task)
         self.task_cls, self.device, self.split = task, device, split
         self.screen_shape = screen_shape
         self.stop_on_success, self.settle_s = stop_on_success, settle_s
@@ -224,7 +229,7 @@ class TapEnv(PhoneEnv):
     """:class:`PhoneEnv` with fixed-size spaces: the action is a tap at normalised
     ``(x, y)`` (``Box(0, 1, (2,))``), the observation the screen alone."""
 
-    def __init__(self, task: type[Task], device: Device, **kw: Any) -> None:
+    def __init__(self, task: type[Task] | str, device: Device, **kw: Any) -> None:
         super().__init__(task, device, **kw)
         h, w = self.screen_shape
         self.observation_space = spaces.Box(0, 255, (h, w, 3), np.uint8)  # type: ignore[assignment]
@@ -241,3 +246,9 @@ class TapEnv(PhoneEnv):
             action = Tap(x, y)
         obs, reward, terminated, truncated, info = super().step(action)
         return obs["screen"], reward, terminated, truncated, info
+
+
+# gymnasium.make("distrl_sdk.gymnasium_env:distrl/Phone-v0", task=NAME, device=DEVICE):
+# the module part imports this file, which registers both
+gymnasium.register(id="distrl/Phone-v0", entry_point=f"{__name__}:PhoneEnv")
+gymnasium.register(id="distrl/Tap-v0", entry_point=f"{__name__}:TapEnv")

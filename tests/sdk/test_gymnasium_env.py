@@ -69,3 +69,20 @@ def test_the_step_budget_truncates_with_the_tasks_score(wifi: Any, sim_adb_devic
         assert reward == 0.0 and info["status"] == "failure"
     finally:
         env.close()
+
+
+def test_gymnasium_make_and_a_random_rollout(sim_adb_device: Any) -> None:
+    env = gymnasium.make("distrl_sdk.gymnasium_env:distrl/Phone-v0",
+                         task="settings.wifi_off", device=sim_adb_device, max_steps=4)
+    try:
+        obs, _ = env.reset(seed=3)
+        env.action_space.seed(3)
+        rewards, done = [], False
+        while not done:
+            obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+            rewards.append(reward)
+            done = terminated or truncated
+        assert len(rewards) == 4 and rewards[-1] == info["score"] == 0.0
+        assert env.observation_space.contains(obs)
+    finally:
+        env.close()
