@@ -95,10 +95,12 @@ def tasks_show(task: str, paths: tuple[Path, ...], as_json: bool, samples: int) 
 
 
 @tasks.command("validate", context_settings=CONTEXT)
-@click.argument("files", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("files", nargs=-1, type=click.Path(exists=True, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def tasks_validate(files: tuple[Path, ...], as_json: bool) -> None:
-    """Check task files (default: every installed task); errors name file, line and field."""
+    """Check task files (default: every installed task); errors name file, line and field.
+
+    Exit status: 0 all valid, 1 a file has problems (listed), 2 a file that is not there."""
     from distrl_sdk.declarative import TaskFileError
     from distrl_sdk.registry import TaskRegistry, load_task_path
 

@@ -1,0 +1,62 @@
+"""The README's exit-status promise, command by command: a user mistake is one line on
+stderr and exit status 2, never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from farm.cli import cli
+
+MISTAKES: list[tuple[str, list[str]]] = [
+    ("farm up: bad mode", ["farm", "up", "--mode", "bogus"]),
+    ("farm up: negative phones", ["farm", "up", "--sim", "-1", "--duration", "1"]),
+    ("farm up: bad broker URL", ["farm", "up", "--broker", "ftp://x", "--duration", "1"]),
+    ("farm up: missing config", ["farm", "up", "--config", "{tmp}/nope.toml"]),
+    ("farm status: bad broker URL", ["farm", "status", "--broker", "ftp://x"]),
+    ("traj tail: zero count", ["traj", "tail", "--broker", "mqtt://127.0.0.1:1", "-n", "0"]),
+    ("learner: missing config", ["learner", "--config", "{tmp}/nope.toml"]),
+    ("learner: missing init checkpoint", ["learner", "--init", "{tmp}/nope", "--duration", "1"]),
+    ("demos record: nothing chosen", ["demos", "record", "--sim", "1", "--out", "{tmp}/d"]),
+    ("demos record: unknown task", ["demos", "record", "--task", "nope", "--sim", "1",
+                                    "--out", "{tmp}/d"]),
+    ("sft: missing demos", ["sft", "--demos", "{tmp}/nope", "--policy", "uitree",
+                            "--out", "{tmp}/s"]),
+    ("eval: missing checkpoint", ["eval", "--policy", "{tmp}/nope", "--sim", "1"]),
+    ("eval: unknown task", ["eval", "--policy", "random", "--sim", "1", "--task", "nope"]),
+    ("deploy: missing checkpoint", ["deploy", "--device", "x", "--policy", "{tmp}/nope", "go"]),
+    ("deploy: oracle without a task", ["deploy", "--device", "x", "--policy", "oracle", "go"]),
+    ("deploy: unknown task", ["deploy", "--device", "x", "--policy", "random", "--task",
+                              "nope"]),
+    ("config show: missing file", ["config", "show", "--config", "{tmp}/nope.toml"]),
+    ("broker: port out of range", ["broker", "--port", "99999"]),
+    ("tasks show: unknown task", ["tasks", "show", "nope"]),
+    ("tasks run: unknown task", ["tasks", "run", "nope", "--sim"]),
+    ("tasks validate: missing file", ["tasks", "validate", "{tmp}/nope.toml"]),
+    ("demo: unknown task", ["demo", "--headless", "--task", "nope"]),
+    ("demo: json without headless", ["demo", "--json"]),
+    ("tui: bad broker URL", ["tui", "--broker", "ftp://x"]),
+    ("sim fault: unknown kind", ["sim", "fault", "127.0.0.1:1", "melt"]),
+    ("unknown command", ["frobnicate"]),
+]
+
+
+@pytest.mark.parametrize(("what", "argv"), MISTAKES, ids=[m[0] for m in MISTAKES])
+def test_a_user_mistake_exits_2_without_a_traceback(what: str, argv: list[str],
+                                                    tmp_path: Path) -> None:
+    args = [a.replace("{tmp}", str(tmp_path)) for a in argv]
+    res = CliRunner().invoke(cli, args)
+    out = res.output
+    assert "Traceback" not in out, (what, out)
+    assert res.exit_code == 2, (what, res.exit_code, out[-600:], res.exception)
+
+
+@pytest.mark.parametrize(("policy", "code"), [("oracle", 0), ("random", 1)])
+def test_tasks_run_exits_with_the_episodes_verdict(policy: str, code: int) -> None:
+    """0 when every episode succeeded, 1 when one did not (it printed 0/3 and exited 0)."""
+    res = CliRunner().invoke(cli, ["tasks", "run", "settings.wifi_off", "--sim",
+                                   "--policy", policy, "-n", "2", "--seed", "4"])
+    assert res.exit_code == code, res.output
+    assert "Traceback" not in res.output
