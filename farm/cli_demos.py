@@ -54,7 +54,9 @@ class _Job:
 @click.option("--task", "task_names", multiple=True, help="Task to record; repeatable.")
 @click.option("--tag", "tags", multiple=True,
               help="Record every task with this tag (e.g. easy); repeatable.")
-@click.option("--all-tasks", is_flag=True, help="Record every installed task.")
+@click.option("--all-tasks", is_flag=True,
+              help="Record every installed task (the default when no --task or --tag is "
+                   "given, as for `distrl eval` and `farm up`).")
 @click.option("--split", type=click.Choice(["train", "test"]), default="train",
               show_default=True, help="Which parameter split to draw instances from.")
 @click.option("--episodes-per-task", "-k", type=click.IntRange(1, 100_000), default=4,
@@ -94,8 +96,7 @@ def demos_record(task_names: tuple[str, ...], tags: tuple[str, ...], all_tasks: 
 
     if (sim_count is None) == (not serials):
         _fail("give exactly one of --sim N or --device SERIAL …")
-    if not (task_names or tags or all_tasks):
-        _fail("choose tasks: --task NAME …, --tag T … or --all-tasks")
+    all_tasks = all_tasks or not (task_names or tags)  # every task, like eval and farm up
     try:
         reg = TaskRegistry.discover(paths)
     except DistRLError as exc:

@@ -19,7 +19,7 @@ MISTAKES: list[tuple[str, list[str]]] = [
     ("traj tail: zero count", ["traj", "tail", "--broker", "mqtt://127.0.0.1:1", "-n", "0"]),
     ("learner: missing config", ["learner", "--config", "{tmp}/nope.toml"]),
     ("learner: missing init checkpoint", ["learner", "--init", "{tmp}/nope", "--duration", "1"]),
-    ("demos record: nothing chosen", ["demos", "record", "--sim", "1", "--out", "{tmp}/d"]),
+    ("demos record: no phones", ["demos", "record", "--out", "{tmp}/d"]),
     ("demos record: unknown task", ["demos", "record", "--task", "nope", "--sim", "1",
                                     "--out", "{tmp}/d"]),
     ("sft: missing demos", ["sft", "--demos", "{tmp}/nope", "--policy", "uitree",

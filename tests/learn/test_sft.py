@@ -49,7 +49,6 @@ def test_record_cli_summary_and_refusals(demos: Path, tmp_path: Path) -> None:
     test = {(e.task, e.instruction) for e in eps if e.split == "test"}
     assert not train & test
     for args, msg in ((["--tag", "easy", "--out", str(tmp_path / "x")], "exactly one of"),
-                      (["--sim", "1", "--out", str(tmp_path / "x")], "choose tasks"),
                       (["--tag", "nope", "--sim", "1", "--out", str(tmp_path / "x")], "no task"),
                       (["--tag", "easy", "--sim", "1", "--out", str(demos)], "already holds")):
         r = CliRunner().invoke(cli, ["demos", "record", *args])
