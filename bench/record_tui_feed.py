@@ -119,6 +119,16 @@ def load(path: Path = DEFAULT_OUT) -> list[tuple[str, bytes]]:
         return [(r["topic"], base64.b64decode(r["payload"])) for r in map(json.loads, f)]
 
 
+def while_running(feed: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """The part of a recording before the farm's clean stop: its first cleared retained
+    status (an empty payload on a status topic) ends it. A screen that should show the
+    farm's phones replays this; the whole feed ends with them gone."""
+    for i, (topic, payload) in enumerate(feed):
+        if not payload and "/status/" in topic:
+            return feed[:i]
+    return feed
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seconds", type=float, default=45.0)

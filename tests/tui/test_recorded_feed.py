@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from bench.record_tui_feed import DEFAULT_OUT, load
+from bench.record_tui_feed import DEFAULT_OUT, load, while_running
 from distrl_sdk.wire import Message, Metrics, parse_message, topics
 from tests.tui.conftest import FARM, feed_fleet, fixed_clock
 from tests.tui.contract import every_metric_scalars
@@ -46,7 +46,9 @@ KEYS: dict[str, tuple[str, ...]] = {
 
 
 def recorded() -> list[Wire]:
-    return load(DEFAULT_OUT)
+    """The real farm and learner while they ran (the recording's tail, the farm's clean
+    stop clearing its devices, is tested in test_state_truth)."""
+    return while_running(load(DEFAULT_OUT))
 
 
 def fake() -> list[Wire]:

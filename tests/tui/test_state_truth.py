@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.record_tui_feed import DEFAULT_OUT, load
+from bench.record_tui_feed import DEFAULT_OUT, load, while_running
 from tests.tui.conftest import FARM, fixed_clock
 from tui import fakefeed as ff
 from tui.app import DistrlTui
@@ -97,17 +97,27 @@ async def test_screenshot_without_a_downloads_folder_lands_in_the_working_dir(
     assert not (home / "Downloads").exists()
 
 
-def test_devices_of_a_stopped_farm_are_ended_not_errors() -> None:
-    """The recording ends with the real farm's clean stop: every device and the farm
-    itself retained as offline. That is an ended run, not a fleet of faults."""
+def test_a_stopped_farm_leaves_no_devices_and_no_errors() -> None:
+    """The recording ends with the real farm's clean stop: its devices went offline and
+    their retained statuses were cleared, and the farm says it stopped. An ended run,
+    not a fleet of faults, and nothing left for the next TUI to show."""
+    feed = load(DEFAULT_OUT)
     m = model()
-    for t, p in load(DEFAULT_OUT):
+    for t, p in while_running(feed):
         m.ingest(t, p)
-    tot = m.totals()
-    assert tot.total >= 1 and tot.ended == tot.total and tot.error == 0, tot
-    m.ingest(*ff.status(FARM, "lost", "offline"))  # a running farm's lost device
-    m.ingest(*ff.status(FARM, "controller", "ready"))
-    assert m.totals().error == 1
+    running = set(m.devices)
+    assert running
+    for t, p in feed[len(while_running(feed)):]:
+        m.ingest(t, p)
+    assert m.devices == {} and set(m.removed) == running, (m.devices, m.removed)
+    assert m.totals().error == 0 and not m.garbage, m.garbage
+    assert {f: st.detail for f, st in m.farms.items()} == {f: "stopped" for f in m.farms}
+    # a farm that crashed leaves its devices' retained statuses: ended, not errors …
+    m.ingest(*ff.status(FARM, "controller", "offline"))
+    m.ingest(*ff.status(FARM, "a", "offline"))
+    assert (m.totals().ended, m.totals().error) == (1, 0)
+    m.ingest(*ff.status(FARM, "controller", "ready"))  # … while one lost by a running
+    assert m.totals().error == 1  # farm is a fault
 
 
 async def test_the_logs_screen_follows_new_lines() -> None:

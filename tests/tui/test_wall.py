@@ -19,7 +19,7 @@ from rich.style import Style
 from textual.pilot import Pilot
 from textual.strip import Strip
 
-from bench.record_tui_feed import DEFAULT_OUT, load
+from bench.record_tui_feed import DEFAULT_OUT, load, while_running
 from farm.broker import free_port
 from tests.tui.conftest import FARM, feed_fleet, fixed_clock
 from tests.tui.test_snapshots import Compare, populate
@@ -123,7 +123,7 @@ async def test_wall_shows_every_recorded_real_device() -> None:
     src = FakeSource()
     app = DistrlTui(src, clock=fixed_clock)
     async with app.run_test(size=(120, 40)) as pilot:
-        for t, p in load(DEFAULT_OUT):
+        for t, p in while_running(load(DEFAULT_OUT)):
             src.push(t, p)
         await app.settle(20)
         await pilot.pause()
