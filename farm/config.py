@@ -46,6 +46,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from distrl_sdk.errors import DistRLError
 from distrl_sdk.task import Task
 from distrl_sdk.wire import topics
+from distrl_sdk.wire.url_mask import mask_url
 from farm.device.lifecycle import LifecycleConfig
 from farm.transport import parse_broker_url
 
@@ -481,21 +482,13 @@ def effective_broker_url(b: BrokerSection) -> str | None:
     return urlunsplit((scheme, netloc, parts.path, query, ""))
 
 
-def _mask_url(url: str) -> str:
-    parts = urlsplit(url if "://" in url else "mqtt://" + url)
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.replace(f":{parts.password}@", ":****@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 def masked(settings: FarmSettings) -> dict[str, Any]:
     """The settings as JSON-able data with secrets masked."""
     data = settings.model_dump(mode="json")
     if data["broker"].get("password") is not None:
         data["broker"]["password"] = "****"
     if data["broker"].get("url"):
-        data["broker"]["url"] = _mask_url(data["broker"]["url"])
+        data["broker"]["url"] = mask_url(data["broker"]["url"])
     return data
 
 
