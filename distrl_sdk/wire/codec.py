@@ -87,6 +87,7 @@ class RejectReason(StrEnum):
     SHA_MISMATCH = "sha_mismatch"
     BAD_PAYLOAD = "bad_payload"  # reassembled bytes are not a valid trajectory payload
     DUPLICATE = "duplicate"  # counted by subscribers, not a parse failure
+    TOO_OLD = "too_old"  # ended before what a subscriber's dedupe still remembers
 
 
 @dataclass(frozen=True)

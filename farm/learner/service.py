@@ -42,7 +42,7 @@ import os
 import re
 import shutil
 import time
-from collections import Counter, OrderedDict, deque
+from collections import Counter, deque
 from collections.abc import Callable, Coroutine, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -412,7 +412,9 @@ class LearnerService:
         self.publisher: WeightPublisher | None = None
         self.ready = asyncio.Event()  # restored, subscribed and first version published
         self._replay: int | None = None
-        self._ids: OrderedDict[str, None] = OrderedDict()
+        # every trajectory id taken in, with its age: checkpointed, and the subscriber's
+        # dedupe (which refuses what is older than the ids it still remembers)
+        self._ids = SeenIds(capacity=100_000)
         self._inbox: deque[EpisodeRecord] = deque()
         self._new_data = asyncio.Event()
         self._stop = asyncio.Event()
@@ -441,10 +443,9 @@ class LearnerService:
     def version(self) -> int:
         return self.trainer.version if self.trainer is not None else 0
 
-    def _remember(self, tid: str) -> None:
-        self._ids[tid] = None
-        while len(self._ids) > 100_000:
-            self._ids.popitem(last=False)
+    def _remember(self, tid: str, ended_at: float | None = None) -> None:
+        if tid not in self._ids:  # the subscriber may have marked it already
+            self._ids.add(tid, ended_at)
 
     def stop(self) -> None:
         """Ask :meth:`run` to finish (safe from a signal handler)."""
@@ -475,7 +476,7 @@ class LearnerService:
                 policy = self.policy_builder(pol["kind"], pol["config"])
                 trainer = self.trainer_factory(policy, self.config)
                 load_trainer_state(trainer, ckpt / "trainer")
-                ids = (ckpt / "seen_ids.txt").read_text().split()
+                ids = (ckpt / "seen_ids.txt").read_text()
             except Exception as exc:  # a damaged checkpoint: fall back to the one before
                 log.warning("checkpoint %s unusable (%s); trying an older one", ckpt.name, exc)
                 meta = {}
@@ -486,8 +487,7 @@ class LearnerService:
                 log.warning("resuming a %s policy with the checkpoint's config %s (the "
                             "configured one is ignored)", pol["kind"], pol["config"])
             self.trainer = trainer
-            for tid in ids:
-                self._remember(tid)
+            self._ids.load_text(ids)
             self.restored_from = ckpt
             self._ckpt_seq = int(ckpt.name.split("-")[1])
             break
@@ -587,7 +587,7 @@ class LearnerService:
         res.version, res.replay = t.version, replay_size(t)
         return res
 
-    def _write_checkpoint(self, eps: list[EpisodeRecord], ids: list[str],
+    def _write_checkpoint(self, eps: list[EpisodeRecord], ids: str,
                           meta: dict[str, Any]) -> tuple[Path | Exception, _StepResult]:
         """(executor) Ingest ``eps`` (always: they are the trainer's now), then write the
         checkpoint; a write that fails returns its exception next to the result, so the
@@ -600,7 +600,7 @@ class LearnerService:
                 shutil.rmtree(tmp, ignore_errors=True)  # a partial one frees its space
             return exc, res
 
-    def _save_checkpoint(self, ids: list[str], meta: dict[str, Any], res: _StepResult
+    def _save_checkpoint(self, ids: str, meta: dict[str, Any], res: _StepResult
                          ) -> Path:
         from distrl_sdk.learn.state import save_trainer
         from distrl_sdk.policies import save_policy
@@ -617,7 +617,7 @@ class LearnerService:
         # replay lives in an append-only store shared by the checkpoints: each one writes
         # only the episodes that arrived since the last (not all of replay every minute)
         save_trainer(t, tmp / "trainer", replay_store=self.ckpt_dir / "replay-store")
-        (tmp / "seen_ids.txt").write_text("".join(i + "\n" for i in ids))
+        (tmp / "seen_ids.txt").write_text(ids)  # ids with ages and the dedupe watermark
         meta = {**meta, "version": t.version,
                 "episodes": meta["episodes"] + res.accepted,
                 "refused": dict(Counter(meta["refused"]) + res.refused),
@@ -638,7 +638,7 @@ class LearnerService:
         the journal's durability wait: the subscriber acks when it is done."""
         msg = decoded.msg
         if msg.eval is not None:  # checked first: an eval episode never reaches the trainer
-            self._remember(msg.id)
+            self._remember(msg.id, msg.ended_at)
             scalars = self.eval.add(msg)
             if scalars is not None:  # a round completed: one line per metric, at its version
                 self._scalars.write({k: v for k, v in scalars.items()
@@ -655,7 +655,7 @@ class LearnerService:
             if ep is None:
                 reason = "bad_episode"
         line = self._journal.append(msg.id, ep, reason)
-        self._remember(msg.id)
+        self._remember(msg.id, msg.ended_at)
         self.received += 1
         if ep is None:
             self.unlearnable[reason or "unknown"] += 1
@@ -809,7 +809,7 @@ class LearnerService:
         # one synchronous step: everything journaled so far goes into this checkpoint
         journal_from = self._journal.rotate()
         eps = self._take_inbox()
-        ids = list(self._ids)
+        ids = self._ids.dump()
         pub = self.publisher.published if self.publisher is not None else \
             self._published_blobs
         meta = {"format": 1, "journal_from": journal_from, "received": self.received,
@@ -864,9 +864,7 @@ class LearnerService:
         self.link = MqttLink(cfg.broker_url, client_id=f"{cfg.client_id}-pub")
         self.publisher = WeightPublisher(self.link, keep=cfg.keep_versions)
         self.publisher.published = list(self._published_blobs)
-        seen = SeenIds(capacity=100_000)
-        for tid in self._ids:
-            seen.add(tid)
+        seen = self._ids  # one memory of ids, the subscriber's and the checkpoint's
         self.subscriber = TrajectorySubscriber(
             cfg.broker_url, farm_id=cfg.farm_id, client_id=cfg.client_id, clean_session=False,
             handler=self._on_trajectory, seen=seen,

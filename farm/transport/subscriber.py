@@ -16,10 +16,11 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import math
 import os
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -52,25 +53,47 @@ Handler = Callable[[DecodedTrajectory], Awaitable[None] | None]
 
 
 class SeenIds:
-    """Bounded LRU of trajectory ids, optionally persisted as an append-only file (one id
-    per line; compacted to the newest ``capacity`` ids when it grows past 2×)."""
+    """Bounded LRU of trajectory ids with the age of each (its ``ended_at``), optionally
+    persisted as an append-only file (``id`` or ``id<TAB>ended_at`` a line; compacted to
+    the newest ``capacity`` ids when it grows past 2×).
+
+    Dedupe that cannot be outrun: an id pushed out by newer ones raises the
+    :attr:`watermark` to its age, and a trajectory that ended at or before the watermark
+    is :meth:`forgotten` — it may be a duplicate of one no longer remembered, so it is
+    refused (counted ``too_old``) instead of being trained on twice. Without ages (old
+    farms) it is the plain LRU of before."""
 
     def __init__(self, capacity: int = 100_000, path: str | os.PathLike[str] | None = None):
         self.capacity = capacity
         self.path = Path(path) if path is not None else None
-        self._ids: OrderedDict[str, None] = OrderedDict()
+        self._ids: OrderedDict[str, float | None] = OrderedDict()
+        self.watermark: float | None = None
         self._lines = 0
         if self.path is not None and self.path.exists():
-            for line in self.path.read_text().splitlines():
-                if line:
-                    self._remember(line)
-                    self._lines += 1
+            self._lines += self.load_text(self.path.read_text())
 
-    def _remember(self, tid: str) -> None:
-        self._ids[tid] = None
+    def load_text(self, text: str) -> int:
+        """Take in ids in :meth:`dump`'s form (plain id lines too); returns how many."""
+        n = 0
+        for line in text.splitlines():
+            if line.startswith("#watermark "):
+                self._raise(_float(line.split(" ", 1)[1]))
+            elif line.strip():
+                tid, _, at = line.strip().partition("\t")
+                self._remember(tid, _float(at))
+                n += 1
+        return n
+
+    def _raise(self, at: float | None) -> None:
+        if at is not None and (self.watermark is None or at > self.watermark):
+            self.watermark = at
+
+    def _remember(self, tid: str, at: float | None) -> None:
+        self._ids[tid] = at
         self._ids.move_to_end(tid)
         while len(self._ids) > self.capacity:
-            self._ids.popitem(last=False)
+            _old, old_at = self._ids.popitem(last=False)
+            self._raise(old_at)
 
     def __contains__(self, tid: object) -> bool:
         return tid in self._ids
@@ -78,17 +101,41 @@ class SeenIds:
     def __len__(self) -> int:
         return len(self._ids)
 
-    def add(self, tid: str) -> None:
-        self._remember(tid)
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def items(self) -> list[tuple[str, float | None]]:
+        return list(self._ids.items())
+
+    def forgotten(self, at: float | None) -> bool:
+        """Whether a trajectory that ended at ``at`` is older than what is remembered."""
+        return at is not None and self.watermark is not None and at <= self.watermark
+
+    def add(self, tid: str, at: float | None = None) -> None:
+        self._remember(tid, at)
         if self.path is not None:
             with open(self.path, "a") as f:
-                f.write(tid + "\n")
+                f.write(tid + ("" if at is None else f"\t{at!r}") + "\n")
             self._lines += 1
             if self._lines > 2 * self.capacity:
                 tmp = self.path.with_suffix(".tmp")
-                tmp.write_text("".join(t + "\n" for t in self._ids))
+                tmp.write_text(self.dump())
                 os.replace(tmp, self.path)
                 self._lines = len(self._ids)
+
+    def dump(self) -> str:
+        """The file form: the watermark, then every id with its age."""
+        head = "" if self.watermark is None else f"#watermark {self.watermark!r}\n"
+        return head + "".join(t + ("" if a is None else f"\t{a!r}") + "\n"
+                              for t, a in self._ids.items())
+
+
+def _float(text: str) -> float | None:
+    try:
+        v = float(text)
+    except ValueError:
+        return None
+    return v if math.isfinite(v) else None
 
 
 class TrajectorySubscriber:
@@ -110,7 +157,7 @@ class TrajectorySubscriber:
         # smaller payloads are hashed inline (a thread hop costs more than hashing them)
         self.inline_verify_bytes = 64 * 1024
         self.pipeline_depth = 8  # payloads being hashed / waiting for delivery (memory bound)
-        self.seen = seen or SeenIds()
+        self.seen = seen if seen is not None else SeenIds()  # an empty one is falsy
         self.max_chunk_bytes = max_chunk_bytes
         self.backoff = backoff or Backoff()
         self.keepalive = keepalive
@@ -257,6 +304,13 @@ class TrajectorySubscriber:
             if tid != item.msg_id or decoded.msg.farm_id != farm:
                 self._reject(Rejected(RejectReason.BAD_BODY, "ids differ from topic/chunks"))
                 continue
+            ended = decoded.msg.ended_at
+            if tid not in self.seen and self.seen.forgotten(ended):
+                # older than every id still remembered: it may be one trained on already
+                self._reject(Rejected(RejectReason.TOO_OLD, f"{tid} ended at {ended}, at or "
+                                      f"before the dedupe watermark {self.seen.watermark}"))
+                acks.put_nowait((farm, tid))  # the farm drops it; counted, never trained
+                continue
             if tid in self.seen:
                 self.rejects[RejectReason.DUPLICATE.value] += 1
                 pending = self._pending.get(tid)
@@ -270,14 +324,14 @@ class TrajectorySubscriber:
                     if inspect.isawaitable(res):
                         fut: asyncio.Future[None] = asyncio.ensure_future(res)
                         self._pending[tid] = fut
-                        self.seen.add(tid)
+                        self.seen.add(tid, ended)
                         self.delivered += 1
                         fut.add_done_callback(partial(self._ack_if_ok, acks=acks, farm=farm,
                                                       tid=tid))
                         continue
                 else:
                     await self.queue.put(decoded)
-                self.seen.add(tid)
+                self.seen.add(tid, ended)
                 self.delivered += 1
             acks.put_nowait((farm, tid))
 

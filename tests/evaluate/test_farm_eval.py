@@ -98,6 +98,12 @@ async def test_farm_evaluates_the_learned_policy_and_the_learner_never_trains_on
     rounds = ctl.summary()["eval"]["rounds"]
     assert rounds >= 2 and summary["eval"]["rounds"] >= 1  # the last may be cut short
     assert {e.planned for e in marked.values() if e} == {4}
-    assert scalars["eval/episodes"] >= 4 and 0.0 <= scalars["eval/success_rate"] <= 1.0
+    # a complete round of 4 is in the published version's figures: scored episodes plus
+    # the ones whose final attempt was aborted (the farm's stop can end a round's last
+    # episodes; under load it did, and eval/episodes counts scored ones only)
+    pooled = svc.eval.by_version[int(scalars["eval/policy_version"])]
+    accounted = sum(t.episodes + t.aborted + t.errored for t in pooled.tasks.values())
+    assert accounted >= 4 and pooled.episodes >= scalars["eval/episodes"] >= 1
+    assert 0.0 <= scalars["eval/success_rate"] <= 1.0
     assert scalars["eval/policy_version"] in {r.policy_version for r in evaluation.reports}
     assert {f"eval/task/{t.name}" for t in tasks} <= scalars.keys()

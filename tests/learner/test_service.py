@@ -403,3 +403,20 @@ def test_the_ui_tree_policy_gets_the_measured_trainer_settings_by_default() -> N
 
     assert effective_algo_config("vlm", "aride", {}) == {}
     assert ARIDEConfig().actor_lr == 1e-4  # the paper's, for a pretrained VLM
+
+
+def test_the_dedupe_watermark_survives_a_checkpoint(tmp_path: Path) -> None:
+    """The learner's ids, their ages and the watermark go into the checkpoint's
+    seen_ids.txt and come back on restore (the subscriber shares the same memory)."""
+    from farm.learner.service import LearnerConfig, LearnerService
+    from farm.transport import SeenIds
+
+    svc = LearnerService(LearnerConfig(run_dir=tmp_path / "run"))
+    svc._ids = SeenIds(capacity=2)
+    for i, at in enumerate([5.0, 6.0, 7.0]):
+        svc._remember(f"t{i}", at)
+    text = svc._ids.dump()
+    assert text.splitlines()[0] == "#watermark 5.0" and "t2\t7.0" in text
+    back = SeenIds(capacity=2)
+    back.load_text(text)
+    assert list(back) == ["t1", "t2"] and back.forgotten(5.0) and not back.forgotten(6.5)

@@ -22,7 +22,7 @@ from distrl_sdk.wire import (
     topics,
 )
 from farm.broker import EmbeddedBroker
-from farm.transport import Publisher, TrajectorySubscriber, parse_broker_url
+from farm.transport import Publisher, SeenIds, TrajectorySubscriber, parse_broker_url
 from farm.transport.publisher import STOPPED
 from tests.transport.conftest import fast_backoff, make_traj, png_frame
 
@@ -223,3 +223,38 @@ async def test_farm_restart_replays_spool(broker: EmbeddedBroker, tmp_path: Path
         assert await pub2.wait_acked(20)
         await _until(lambda: len(got) == 5)
     assert sorted(d.msg.id for d in got) == sorted(ids)
+
+
+def test_seen_ids_forget_by_count_but_remember_the_age(tmp_path: Path) -> None:
+    seen = SeenIds(capacity=3, path=tmp_path / "seen.txt")
+    for i, at in enumerate([10.0, 20.0, 30.0, 40.0, 50.0]):
+        seen.add(f"t{i}", at)
+    seen.add("no-age")  # an old farm's trajectory: no ended_at
+    assert list(seen) == ["t3", "t4", "no-age"] and seen.watermark == 30.0
+    assert seen.forgotten(30.0) and seen.forgotten(5.0) and not seen.forgotten(30.5)
+    assert not seen.forgotten(None)  # no age: only the id can tell
+    again = SeenIds(capacity=3, path=tmp_path / "seen.txt")  # reloaded, compacted or not
+    assert list(again) == list(seen) and again.watermark == 30.0
+    restored = SeenIds(capacity=3)
+    restored.load_text(seen.dump())
+    assert restored.items() == seen.items() and restored.watermark == 30.0
+
+
+async def test_a_duplicate_that_outran_the_dedupe_window_is_refused(
+        broker: EmbeddedBroker, tmp_path: Path) -> None:
+    """The learner remembers 100,000 ids; a trajectory redelivered after more than that
+    many newer ones was accepted again. Now anything that ended before the oldest id
+    still remembered is refused as too_old (and acked, so the farm lets go of it)."""
+    got: list[DecodedTrajectory] = []
+    seen = SeenIds(capacity=2)
+    msgs = [make_traj().model_copy(update={"ended_at": 1000.0 + i}) for i in range(3)]
+    async with _sub(broker, got, seen=seen) as sub, _pub(broker, tmp_path) as pub:
+        for m in msgs:
+            await pub.publish(m)
+        assert await pub.wait_acked(20)
+        await _until(lambda: len(got) == 3)
+        assert msgs[0].id not in seen and seen.watermark == 1000.0
+        await pub.publish(msgs[0])  # the first one again, long after its id was forgotten
+        assert await pub.wait_acked(20)  # acked: the farm's spool lets go of it
+        await _until(lambda: sub.rejects["too_old"] == 1)
+        assert len(got) == 3 and len(pub.spool) == 0
