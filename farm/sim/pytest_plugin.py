@@ -81,24 +81,51 @@ def sim_adb_device(sim_farm: SimFarm, private_adb: PrivateAdbServer) -> Any:
     return AdbDevice(serial, port=private_adb.port)
 
 
+def _episode(device: Any, task: Any, policy: Any, seed: int) -> Any:
+    """The coroutine of one episode: ``policy`` is "oracle", "near_miss" (the task's
+    plausible wrong ending, which must score 0), "random" or a Policy."""
+    from distrl_sdk.policy import OraclePolicy, RandomPolicy
+    from distrl_sdk.runner import run_episode
+
+    if policy == "oracle":
+        policy = OraclePolicy(task.oracle(device))
+    elif policy == "near_miss":
+        actions = task.near_miss(device)
+        if actions is None:
+            raise ValueError(f"task {task.name} defines no near miss")
+        policy = OraclePolicy(actions)
+    elif policy == "random":
+        policy = RandomPolicy(seed)
+    return run_episode(task, device, policy)
+
+
 @pytest.fixture
 def run_task(sim_adb_device: Any) -> Any:
-    """``run_task(task, policy="oracle"|"random"|Policy, seed=0) -> Trajectory`` on a sim phone.
+    """``run_task(task, policy="oracle"|"near_miss"|"random"|Policy, seed=0) -> Trajectory``
+    on a sim phone (in a test without an event loop; async tests use ``arun_task``).
 
         def test_my_task(run_task):
             traj = run_task(MyTask({"city": "Paris"}))
             assert traj.reward == 1.0
+            assert run_task(MyTask({"city": "Paris"}), policy="near_miss").reward == 0.0
     """
     import asyncio
 
-    from distrl_sdk.policy import OraclePolicy, RandomPolicy
-    from distrl_sdk.runner import run_episode
-
     def run(task: Any, policy: Any = "oracle", seed: int = 0) -> Any:
-        if policy == "oracle":
-            policy = OraclePolicy(task.oracle(sim_adb_device))
-        elif policy == "random":
-            policy = RandomPolicy(seed)
-        return asyncio.run(run_episode(task, sim_adb_device, policy))
+        return asyncio.run(_episode(sim_adb_device, task, policy, seed))
+
+    return run
+
+
+@pytest.fixture
+def arun_task(sim_adb_device: Any) -> Any:
+    """``await arun_task(task, policy=…, seed=0)``: ``run_task`` for async tests (it runs
+    on the test's own event loop, where ``run_task`` cannot start one).
+
+        async def test_my_task(arun_task):
+            assert (await arun_task(MyTask({"city": "Paris"}))).reward == 1.0
+    """
+    async def run(task: Any, policy: Any = "oracle", seed: int = 0) -> Any:
+        return await _episode(sim_adb_device, task, policy, seed)
 
     return run

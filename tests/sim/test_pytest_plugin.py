@@ -33,3 +33,20 @@ def test_run_task_fixture_runs_a_task_in_one_line(run_task: Any) -> None:
     assert run_task(task).status is EpisodeStatus.SUCCESS
     assert run_task(task, policy="random", seed=1).status in (
         EpisodeStatus.SUCCESS, EpisodeStatus.FAILURE)
+
+
+def test_run_task_plays_the_near_miss_which_scores_zero(run_task: Any) -> None:
+    from distrl_sdk.registry import TaskRegistry
+
+    task = TaskRegistry.discover().get("settings.wifi_off")({})
+    assert run_task(task).reward == 1.0
+    assert run_task(task, policy="near_miss").reward == 0.0
+
+
+async def test_arun_task_runs_in_an_async_test(arun_task: Any) -> None:
+    """run_task cannot start an event loop inside a running one; arun_task is awaited."""
+    from distrl_sdk.registry import TaskRegistry
+
+    task = TaskRegistry.discover().get("settings.wifi_off")({})
+    assert (await arun_task(task)).reward == 1.0
+    assert (await arun_task(task, policy="near_miss")).reward == 0.0
