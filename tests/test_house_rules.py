@@ -43,3 +43,24 @@ def test_contract_checker_catches_violations(tmp_path: Path) -> None:
     bad = tmp_path / "m.py"
     bad.write_text("def f():\n    from farm.sim import SimFarm\n    import textual.app\n")
     assert {"farm", "textual"} <= imported_roots(bad)
+
+
+def _sdk_imports(path: Path) -> list[str]:
+    """``distrl_sdk`` modules imported deeper than the public packages, or private names."""
+    bad = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and \
+                node.module.startswith("distrl_sdk"):
+            if node.module.count(".") > 1 or any(a.name.startswith("_") for a in node.names) \
+                    or "._" in node.module:
+                bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.module}")
+    return bad
+
+
+def test_the_worked_plugins_use_only_the_public_sdk() -> None:
+    """A plugin author copies these: they import from ``distrl_sdk`` and its packages
+    (``distrl_sdk.evaluators``, ``distrl_sdk.device`` …), never from the modules inside
+    them or private names."""
+    files = [p for p in (ROOT / "plugins").rglob("*.py") if "tests" not in p.parts]
+    assert files
+    assert [b for f in files for b in _sdk_imports(f)] == []

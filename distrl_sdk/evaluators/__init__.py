@@ -10,6 +10,7 @@ from distrl_sdk.evaluators.answer import AnswerFromDevice, AnswerMatches
 from distrl_sdk.evaluators.base import AllOf, AnyOf, RewardEvaluator, Weighted, fill
 from distrl_sdk.evaluators.common import EvaluatorConfig, episode_state, fill_regex
 from distrl_sdk.evaluators.files import FileContains
+from distrl_sdk.evaluators.judge import DEFAULT_PROMPT as DEFAULT_JUDGE_PROMPT
 from distrl_sdk.evaluators.judge import JudgeBackend, ModelJudge, parse_verdict
 from distrl_sdk.evaluators.logcat import LogcatRegex, LogLine, parse_logcat, read_logcat
 from distrl_sdk.evaluators.outcome import (
@@ -29,6 +30,7 @@ from distrl_sdk.evaluators.shell import ShellRegex
 from distrl_sdk.evaluators.ui import CountRange, UIPredicate
 
 __all__ = [
+    "DEFAULT_JUDGE_PROMPT",
     "ENTRY_POINT_GROUP",
     "EVALUATORS",
     "ActivityIs",

@@ -11,8 +11,8 @@ from pydantic import model_validator
 from distrl_judge.hf import TransformersJudge
 from distrl_judge.openai_compat import OpenAICompatibleJudge
 from distrl_sdk.errors import TaskError
-from distrl_sdk.evaluators.common import EvaluatorConfig
-from distrl_sdk.evaluators.judge import DEFAULT_PROMPT, JudgeBackend, ModelJudge
+from distrl_sdk.evaluators import DEFAULT_JUDGE_PROMPT as DEFAULT_PROMPT
+from distrl_sdk.evaluators import EvaluatorConfig, JudgeBackend, ModelJudge
 
 __all__ = ["JudgeConfig", "JudgeEvaluatorFactory"]
 

@@ -9,7 +9,7 @@ import threading
 from typing import Any
 
 from distrl_sdk.errors import TaskError
-from distrl_sdk.evaluators.judge import JudgeBackend
+from distrl_sdk.evaluators import JudgeBackend
 
 __all__ = ["TransformersJudge"]
 

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from distrl_sdk.errors import TaskError
-from distrl_sdk.evaluators.judge import JudgeBackend
+from distrl_sdk.evaluators import JudgeBackend
 
 __all__ = ["OpenAICompatibleJudge", "chat_completions_url"]
 

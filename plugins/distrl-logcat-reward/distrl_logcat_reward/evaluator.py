@@ -19,9 +19,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from distrl_sdk.device import Device
 from distrl_sdk.errors import TaskError
-from distrl_sdk.evaluators.base import RewardEvaluator
-from distrl_sdk.evaluators.common import EvaluatorConfig, episode_state
-from distrl_sdk.evaluators.logcat import LogLine, read_logcat
+from distrl_sdk.evaluators import (
+    EvaluatorConfig,
+    LogLine,
+    RewardEvaluator,
+    episode_state,
+    read_logcat,
+)
 from distrl_sdk.trajectory import Trajectory
 
 __all__ = ["LogcatReward", "LogcatRewardConfig", "RewardEvent", "Tally"]
