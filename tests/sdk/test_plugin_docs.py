@@ -3,6 +3,7 @@ evaluator from a task file through the registry, its TOML pack through the loade
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.metadata
 import re
@@ -36,7 +37,10 @@ def my_pkg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def test_the_documented_plugin_and_its_tests_run(my_pkg: Any, run_task: Any,
                                                  tmp_path: Path) -> None:
-    _module, test_code = blocks("python")
+    module, test_code = blocks("python")
+    deep = [n.module for n in ast.walk(ast.parse(module)) if isinstance(n, ast.ImportFrom)
+            and n.module and n.module.startswith("distrl_sdk") and n.module.count(".") > 1]
+    assert deep == []  # the public packages only, as a plugin author should write it
     scope: dict[str, Any] = {}
     exec(compile(test_code, "docs/plugins.md (test block)", "exec"), scope)
     tests = [f for n, f in scope.items() if n.startswith("test_")]
