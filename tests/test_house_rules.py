@@ -49,11 +49,12 @@ def _sdk_imports(path: Path) -> list[str]:
     """``distrl_sdk`` modules imported deeper than the public packages, or private names."""
     bad = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.ImportFrom) and node.module and \
-                node.module.startswith("distrl_sdk"):
-            if node.module.count(".") > 1 or any(a.name.startswith("_") for a in node.names) \
-                    or "._" in node.module:
-                bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.module}")
+        if not (isinstance(node, ast.ImportFrom) and node.module
+                and node.module.startswith("distrl_sdk")):
+            continue
+        if node.module.count(".") > 1 or "._" in node.module \
+                or any(a.name.startswith("_") for a in node.names):
+            bad.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.module}")
     return bad
 
 
