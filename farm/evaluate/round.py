@@ -216,19 +216,25 @@ class _Sink:
         if inst is None:  # cannot happen: every episode got its policy from _Provider
             raise RuntimeError(f"evaluation episode on {meta.serial} without an instance")
         attempt = r._attempts.get(inst.index, 0)
-        retry = (trajectory.status is EpisodeStatus.ABORTED and attempt < r.retries
-                 and not r._stopping and not r.collector.stopping)
+        aborted = trajectory.status is EpisodeStatus.ABORTED
+        stopping = r._stopping or r.collector.stopping
+        retry = aborted and attempt < r.retries and not stopping
+        # an episode the round's stop aborted is no result: not final, so the learner
+        # never completes (and publishes) a round the farm cut short — its scored
+        # episodes would be the ones that happened to finish first
+        cut = aborted and stopping
+        final = not retry and not cut
         if retry:  # a device fault: the instance is played again (first, on any device)
             r._attempts[inst.index] = attempt + 1
             r._queue.appendleft(inst)
         else:
-            r._final += 1
+            r._final += final
             r.tally.add(trajectory.task, trajectory.status.value, len(trajectory.steps))
         meta.eval = {"round": r.round_id, "policy_version": r.policy.version,
-                     "instance": inst.index, "planned": len(r.instances), "final": not retry,
+                     "instance": inst.index, "planned": len(r.instances), "final": final,
                      "split": r.split, "greedy": r.greedy is not False}
         if r.on_episode is not None:
-            r.on_episode(inst, trajectory, not retry)
+            r.on_episode(inst, trajectory, final)
         if r.sink is not None:
             await r.sink.put(trajectory, meta)
 

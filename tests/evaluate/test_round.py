@@ -122,7 +122,10 @@ async def test_an_aborted_episode_is_played_again_and_only_the_final_one_scored(
 @pytest.mark.steady
 async def test_stop_ends_a_round_incomplete(registry: DeviceRegistry) -> None:
     tasks = list(REG)
-    round_ = EvalRound(registry, plan_instances(tasks, 3, seed=0), OracleEval())
+    finals: list[tuple[str, bool]] = []
+    round_ = EvalRound(registry, plan_instances(tasks, 3, seed=0), OracleEval(),
+                       on_episode=lambda _i, traj, final: finals.append((traj.status.value,
+                                                                         final)))
     run = asyncio.create_task(round_.run())
     async with asyncio.timeout(60):
         while round_.done < 3:  # noqa: ASYNC110 - the round's own progress
@@ -130,4 +133,7 @@ async def test_stop_ends_a_round_incomplete(registry: DeviceRegistry) -> None:
     round_.stop()
     report = await asyncio.wait_for(run, 60)
     assert not report.complete and 3 <= report.episodes < 3 * len(tasks)
+    # the episodes the stop cut short are not final: a learner never completes (and
+    # publishes) this round from the ones that happened to finish first
+    assert ("aborted", True) not in finals and round_.done == sum(f for _s, f in finals)
     assert all(not round_.registry.devices[s].lease_holder for s in round_.registry.devices)
