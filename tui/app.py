@@ -1,6 +1,6 @@
 """The DistRL TUI: an MQTT client that watches and operates device farms.
 
-Data path (research/tui_style.md A4): one feed worker reads the :class:`DataSource` and
+Data path: one feed worker reads the :class:`DataSource` and
 folds each message into the :class:`FleetModel` (cheap, on the loop); frames go to the
 :class:`FrameDecoder` thread, which keeps only the newest per device; a timer tick
 (``tick_s``, 8 Hz by default) collects decoded pictures and redraws the active screen
@@ -269,7 +269,7 @@ class DistrlTui(App[None]):
         is the one the farm reports for the device. The farm's own policy is what
         ``run_task`` (t) uses."""
         p = self.model.pointer
-        broker = getattr(self.source, "broker_url", None)
+        broker = self.source.broker_url
         if p is not None and p.where.startswith("file://"):
             policy = ["--policy", p.where[len("file://"):]]
         elif broker is not None:

@@ -2,7 +2,7 @@
 device with its live thumbnail (``w`` toggles), a ``/`` filter, sort keys and the fleet
 totals in a status bar.
 
-Updates are cheap on purpose (research/tui_style.md A4): a row is redrawn only when its
+Updates are cheap on purpose: a row is redrawn only when its
 device changed (:class:`~tui.fleet_table.FleetTable` repaints just that row), the rows
 are replaced only when the visible set or its order changes, and the bars above and
 below are redrawn without a layout pass."""

@@ -44,6 +44,11 @@ class DataSource(Protocol):
 
     description: str
     """Shown in the status bar (e.g. ``mqtt://host:1883 farm +``)."""
+    @property
+    def broker_url(self) -> str | None:
+        """The broker, without its password, for command lines the TUI shows (None:
+        none)."""
+        ...
 
     def events(self) -> AsyncIterator[Event]:
         """Every event until :meth:`close`; reconnects by itself (never ends on errors)."""
