@@ -207,7 +207,7 @@ class Lease:
 
 
 ProbeFn = Callable[[AdbDevice, float], Awaitable[Health]]
-ReconnectFn = Callable[[str], Awaitable[None]]
+ReconnectFn = Callable[[str, float | None], Awaitable[None]]  # serial, failed_since
 
 
 async def _default_probe(device: AdbDevice, timeout: float) -> Health:
@@ -441,10 +441,10 @@ class ManagedDevice:
         if self._gen == gen:
             await self._sleep(self.config.heartbeat_s)
 
-    async def _reconnect_tcp(self) -> None:
+    async def _reconnect_tcp(self, failed_since: float | None = None) -> None:
         if self._reconnect is not None and self.transport is Transport.TCP:
             with contextlib.suppress(DeviceError, OSError, TimeoutError):
-                await asyncio.wait_for(self._reconnect(self.serial),
+                await asyncio.wait_for(self._reconnect(self.serial, failed_since),
                                        self.config.reconnect_timeout_s)
 
     async def _recover(self, gen: int) -> None:
@@ -454,9 +454,10 @@ class ManagedDevice:
                 self._set(DeviceState.OFFLINE, "reaped",
                           f"no answer for {self.config.reaper_s:g} s")
                 return
+            probed_at = time.monotonic()
             for attempt in range(2):  # probe; if that fails, reconnect (TCP) and probe again
-                if attempt:
-                    await self._reconnect_tcp()
+                if attempt:  # unless a reconnect finished since that probe began (the cause)
+                    await self._reconnect_tcp(failed_since=probed_at)
                 if self._gen != gen:
                     return
                 try:
@@ -483,7 +484,9 @@ class ManagedDevice:
         stuck = (self.adb_state == "offline"
                  and time.monotonic() - self.adb_state_since >= self.config.reaper_s)
         if self.keep_connected and (self.adb_state is None or stuck):
-            await self._reconnect_tcp()
+            # not when a reconnect (an operator's) already succeeded since the device went
+            # away: the adb server's device list just has not caught up with it yet
+            await self._reconnect_tcp(failed_since=None if stuck else self.adb_state_since)
         if self.adb_state != "device":
             return False
         try:

@@ -85,6 +85,8 @@ class DeviceRegistry:
         self._listeners: list[StateChangedListener] = []
         self._started = False
         self._rr = 0
+        self._reconnect_locks: dict[str, asyncio.Lock] = {}
+        self._reconnected_at: dict[str, float] = {}  # monotonic end of the last good one
         for t in targets:
             self.add_target(t)
 
@@ -113,14 +115,33 @@ class DeviceRegistry:
         md.keep_connected = True
         return md
 
-    async def _reconnect(self, serial: str) -> None:
-        """``adb disconnect`` + ``adb connect`` (the recovery for TCP devices)."""
+    async def _reconnect(self, serial: str, failed_since: float | None = None) -> None:
+        """``adb disconnect`` + ``adb connect`` (the recovery for TCP devices).
+
+        One device's reconnects never overlap: a disconnect that lands while another
+        caller's connect is still handshaking kicks that pending transport, and the adb
+        server answers it "failed to connect to …" (an operator's ``reconnect`` racing the
+        supervisor's own recovery, which the operator's disconnect had set off). A caller
+        whose failure was seen at monotonic time ``failed_since`` skips its reconnect when
+        another one succeeded after that moment: the failure it saw was that reconnect's.
+        """
+        async with self._reconnect_lock(serial):
+            done = self._reconnected_at.get(serial)
+            if failed_since is not None and done is not None and done > failed_since:
+                return
+            await self._disconnect_connect(serial)
+
+    def _reconnect_lock(self, serial: str) -> asyncio.Lock:
+        return self._reconnect_locks.setdefault(serial, asyncio.Lock())
+
+    async def _disconnect_connect(self, serial: str) -> None:
         try:
             with contextlib.suppress(AdbServerError):
                 await self.client.disconnect(serial)
             await self.client.connect(serial)
         except AdbServerError as exc:
             raise DeviceError(str(exc), serial=serial) from None
+        self._reconnected_at[serial] = time.monotonic()
 
     def get(self, serial: str) -> ManagedDevice:
         return self.devices[serial]
@@ -145,9 +166,11 @@ class DeviceRegistry:
         """``adb disconnect`` + ``adb connect`` for TCP devices, then probe (all devices).
         Raises ``DeviceError`` when the device does not answer."""
         md = self.devices[serial]
-        if md.transport is Transport.TCP:
-            await asyncio.wait_for(self._reconnect(serial), self.config.reconnect_timeout_s)
-        return await md.probe_now()
+        async with self._reconnect_lock(serial):  # the probe too: nobody disconnects under it
+            if md.transport is Transport.TCP:
+                await asyncio.wait_for(self._disconnect_connect(serial),
+                                       self.config.reconnect_timeout_s)
+            return await md.probe_now()
 
     # -- events ------------------------------------------------------------------------
     def on_change(self, listener: StateChangedListener) -> None:

@@ -217,3 +217,48 @@ async def test_boot_gate_and_boot_timeout(sim_background: BackgroundFarm,
         md = reg.get(serial)
         assert [c.event for c in md.history].count("failed") == slow.max_failures - 1
         assert "not ready within 0.5 s" in md.reason
+
+
+@pytest.mark.sim(count=1)
+async def test_reconnects_of_one_device_never_overlap(registry: DeviceRegistry) -> None:
+    """An operator's reconnect and the supervisor's own recovery used to interleave: the
+    second disconnect kicked the first caller's pending transport and the adb server
+    answered "failed to connect to …" (a CI failure of test_commands). The real adb
+    server does the work; the seam only records when each call starts and ends."""
+    serial = next(iter(registry.devices))
+    client = registry.client
+    events: list[str] = []
+    under_way = asyncio.Event()
+    real_connect, real_disconnect = client.connect, client.disconnect
+
+    async def connect(target: str) -> str:
+        events.append("connect>")
+        try:
+            return await real_connect(target)
+        finally:
+            events.append("connect<")
+
+    async def disconnect(target: str) -> str:
+        events.append("disconnect>")
+        under_way.set()
+        try:
+            return await real_disconnect(target)
+        finally:
+            events.append("disconnect<")
+
+    client.connect, client.disconnect = connect, disconnect  # type: ignore[method-assign]
+    # the operator's reconnect and a recovery whose failure was seen before it finished
+    seen_before = asyncio.get_running_loop().time()
+    operator = asyncio.create_task(registry.reconnect(serial))
+    await under_way.wait()  # the operator's reconnect holds the device's turn
+    await asyncio.gather(operator, registry._reconnect(serial, seen_before))
+    assert events == ["disconnect>", "disconnect<", "connect>", "connect<"], events
+    # a failure seen after the last reconnect finished is a new one: reconnect again
+    events.clear()
+    await registry._reconnect(serial, asyncio.get_running_loop().time())
+    assert events == ["disconnect>", "disconnect<", "connect>", "connect<"], events
+    # and without any such hint, concurrent callers still take turns
+    events.clear()
+    healths = await asyncio.gather(*(registry.reconnect(serial) for _ in range(3)))
+    assert events == ["disconnect>", "disconnect<", "connect>", "connect<"] * 3, events
+    assert all(h.boot_completed for h in healths)  # each probe ran before the next disconnect
