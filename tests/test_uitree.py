@@ -38,3 +38,24 @@ def test_parse_flattens_in_document_order() -> None:
 def test_garbage_raises_protocol_error(bad: str) -> None:
     with pytest.raises(ProtocolError):
         parse_ui_dump(bad)
+
+
+def test_architecture_configs_are_bounded() -> None:
+    """A pointer's config is built by every farm that receives it: sizes are bounded, and
+    ``check_config`` says so without building anything."""
+    from distrl_sdk.errors import ConfigError
+    from distrl_sdk.policies import check_config
+
+    check_config("uitree", {})
+    check_config("vlm", {"tiny": {"seed": 0}})
+    for kind, config, why in [
+        ("uitree", {"buckets": 8_000_000}, "buckets must be ≤"),
+        ("uitree", {"buckets": 1 << 20, "embed_dim": 64}, "buckets × embed_dim"),
+        ("uitree", {"hidden": 100_000}, "hidden must be ≤"),
+        ("uitree", {"bogus": 1}, "unknown uitree config keys"),
+        ("vlm", {"tiny": {"hidden_size": 65536}}, "above the test model's bounds"),
+        ("vlm", {"tiny": {"num_layers": 1000}}, "above the test model's bounds"),
+        ("other", {}, "unknown policy kind"),
+    ]:
+        with pytest.raises(ConfigError, match=why):
+            check_config(kind, config)

@@ -18,7 +18,31 @@ from distrl_sdk.errors import ConfigError
 if TYPE_CHECKING:
     from distrl_sdk.learn.api import TrainablePolicy
 
-__all__ = ["build_policy", "load_policy", "save_policy"]
+__all__ = ["build_policy", "check_config", "load_policy", "save_policy"]
+
+
+def check_config(kind: str, config: dict[str, Any]) -> None:
+    """Raise ``ConfigError`` unless ``config`` is a valid architecture of ``kind`` within
+    the sizes a farm builds from a policy pointer. Cheap (nothing is built): a farm checks
+    a pointer with it before fetching the blob. Local builds are not bounded."""
+    try:
+        if kind == "uitree":
+            from distrl_sdk.policies.uitree import UITreeConfig
+
+            UITreeConfig.from_dict(config).check_bounds()
+            return
+        if kind == "vlm":
+            from distrl_sdk.policies.vlm import VLMConfig
+
+            cfg = VLMConfig.from_dict(config)
+            if cfg.tiny is not None:
+                from distrl_sdk.policies.tiny import TinyVLMConfig
+
+                TinyVLMConfig.from_dict(dict(cfg.tiny)).check_bounds()
+            return
+    except (TypeError, ValueError) as exc:  # the UI-tree config says ValueError
+        raise ConfigError(str(exc)) from None
+    raise ConfigError(f"unknown policy kind {kind!r} (uitree | vlm)")
 
 
 def build_policy(kind: str, config: dict[str, Any]) -> TrainablePolicy:

@@ -38,6 +38,13 @@ CHAT_TEMPLATE: Final = (
 )
 
 
+# What a farm builds from a pointer: far above any test model's sizes, and a forged config
+# cannot make a farm build a large one.
+_SIZE_MAX: Final = {"hidden_size": 1024, "intermediate_size": 4096, "num_layers": 16,
+                    "num_heads": 64, "vision_hidden_size": 1024, "image_size": 1024,
+                    "patch_size": 256, "vision_layers": 16, "vision_heads": 64}
+
+
 @dataclass(frozen=True)
 class TinyVLMConfig:
     """The tiny model's architecture; every field is part of it."""
@@ -85,6 +92,14 @@ class TinyVLMConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def check_bounds(self) -> None:
+        """Raise ``ConfigError`` when a size is beyond what a farm builds from a policy
+        pointer (a local build, e.g. bench/gpu_vlm_step.py at 2B size, is not bounded)."""
+        too_big = {k: v for k, v in self.to_dict().items() if k in _SIZE_MAX and v > _SIZE_MAX[k]}
+        if too_big:
+            raise ConfigError(f"tiny model config: {too_big} above the test model's bounds "
+                              f"{ {k: _SIZE_MAX[k] for k in too_big} }")
 
 
 def _tokenizer(corpus: str, extra_special: tuple[str, ...] = ()) -> Any:

@@ -87,6 +87,11 @@ _SPAN_TRIM = ".,;!?()'\u2019"
 _QUESTION = re.compile(r"\?|\bfind out\b|^(what|which|how|who|when|where)\b", re.I)
 
 
+_CONFIG_MAX: dict[str, int] = {"buckets": 1 << 20, "embed_dim": 1024, "hidden": 4096,
+                               "max_elements": 1024, "max_spans": 256, "max_answers": 256}
+_MAX_EMBEDDING_WEIGHTS = 1 << 24  # 64 MiB of float32; the default uses 1/32 of it
+
+
 @dataclass(frozen=True)
 class UITreeConfig:
     """The architecture and action space (JSON-able: it travels in checkpoints)."""
@@ -135,6 +140,18 @@ class UITreeConfig:
         if cfg.max_spans < 0 or cfg.max_answers < 0:
             raise ValueError("uitree max_spans and max_answers must be ≥ 0")
         return cfg
+
+    def check_bounds(self) -> None:
+        """Raise ``ValueError`` when a size is beyond what a farm builds from a policy
+        pointer (``buckets=8e6`` once cost a farm ~1 GB and a 13 s stall). Each bound is
+        far above any sensible UI-tree model (the default has 0.5 M embedding weights)."""
+        for name, most in _CONFIG_MAX.items():
+            if getattr(self, name) > most:
+                raise ValueError(f"uitree {name} must be ≤ {most:,} "
+                                 f"(got {getattr(self, name):,})")
+        if self.buckets * self.embed_dim > _MAX_EMBEDDING_WEIGHTS:
+            raise ValueError(f"uitree buckets × embed_dim must be ≤ {_MAX_EMBEDDING_WEIGHTS:,} "
+                             f"(got {self.buckets * self.embed_dim:,})")
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -308,9 +308,10 @@ class LocalLearner:
                 self._record()
 
     # -- held-out evaluation -----------------------------------------------------------------
-    async def evaluate_now(self) -> EvalPoint:
-        """One evaluation round of the snapshot published now (greedy, ``eval_split``);
-        rounds never overlap. Needs ``eval_registry`` and ``eval_tasks``."""
+    async def evaluate_now(self, episodes_per_task: int | None = None) -> EvalPoint:
+        """One evaluation round of the snapshot published now (greedy, ``eval_split``;
+        ``episodes_per_task`` instances of each task, default the config's); rounds never
+        overlap. Needs ``eval_registry`` and ``eval_tasks``."""
         from distrl_sdk.learn.api import PolicyAgent
         from farm.evaluate import AgentEval, EvalRound, plan_instances
 
@@ -324,8 +325,9 @@ class LocalLearner:
                                 max_batch=cfg.max_batch)
             started, updates = time.monotonic() - self._t0, self.stats.updates
             self._eval_round = EvalRound(
-                self.eval_registry, plan_instances(self.eval_tasks, cfg.eval_episodes_per_task,
-                                                   seed=cfg.eval_seed, split=cfg.eval_split),
+                self.eval_registry, plan_instances(
+                    self.eval_tasks, episodes_per_task or cfg.eval_episodes_per_task,
+                    seed=cfg.eval_seed, split=cfg.eval_split),
                 AgentEval(agent), sink=self.eval_sink, split=cfg.eval_split, greedy=True,
                 episode_timeout_s=cfg.eval_episode_timeout_s)
             try:

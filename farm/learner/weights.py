@@ -25,7 +25,6 @@ import json
 import logging
 import math
 import struct
-import time
 import uuid
 import weakref
 from collections import Counter
@@ -35,6 +34,8 @@ from typing import TYPE_CHECKING, Any, Self
 
 import aiomqtt
 
+from distrl_sdk.errors import ConfigError
+from distrl_sdk.policies import check_config
 from distrl_sdk.wire import (
     MAX_CHUNK_BYTES,
     Chunk,
@@ -291,17 +292,18 @@ OnPolicy = Callable[[dict[str, "torch.Tensor"], PolicyPointer], Awaitable[None] 
 
 
 class _Fetch:
-    """One blob being fetched: chunks are copied straight into a buffer of the announced
-    size (non-last chunks all carry ``per`` bytes, the last one ends the blob)."""
+    """One blob being fetched. Chunks are kept as they arrive and joined once the last is
+    in: memory follows the bytes received, never the pointer's announced size (a pointer
+    announcing 1 GiB with no blob behind it once cost a farm 1.1 GB). Non-last chunks all
+    carry ``per`` bytes; the last one ends the blob."""
 
     def __init__(self, pointer: PolicyPointer) -> None:
         self.pointer = pointer
-        self.buf = bytearray(pointer.size)
+        self.parts: dict[int, memoryview] = {}
         self.per: int | None = None
         self.count: int | None = None
-        self.got: set[int] = set()
         self.last_len: int | None = None
-        self.started = time.monotonic()
+        self.timer: asyncio.TimerHandle | None = None
 
     def put(self, chunk: Chunk, data: memoryview) -> str | None:
         """Store a chunk; returns why it does not fit, or None."""
@@ -309,7 +311,7 @@ class _Fetch:
             self.count = chunk.count
         if chunk.count != self.count:
             return "chunk count differs between chunks"
-        if chunk.index in self.got:
+        if chunk.index in self.parts:
             return None  # redelivered
         n = len(data)
         if chunk.index == chunk.count - 1:
@@ -329,13 +331,20 @@ class _Fetch:
                 return "chunks do not tile the blob"
         if start + n > self.pointer.size:
             return "chunk beyond the announced size"
-        self.buf[start : start + n] = data
-        self.got.add(chunk.index)
+        self.parts[chunk.index] = data
         return None
 
     @property
     def complete(self) -> bool:
-        return self.count is not None and len(self.got) == self.count
+        return self.count is not None and len(self.parts) == self.count
+
+    def blob(self) -> bytes:
+        """The chunks joined in order (call once :attr:`complete`)."""
+        return b"".join(self.parts[i] for i in range(len(self.parts)))
+
+    @property
+    def received(self) -> int:
+        return sum(len(v) for v in self.parts.values())
 
 
 class WeightSubscriber(_Background):
@@ -344,8 +353,14 @@ class WeightSubscriber(_Background):
     ``on_weights(weights, pointer)`` is called (and awaited) once per accepted version,
     in increasing version order; :attr:`version` is the newest accepted one.
     :attr:`refused` counts refusals by reason: ``stale``, ``sha_mismatch``,
-    ``size_mismatch``, ``bad_chunk``, ``bad_weights``, ``bad_pointer``, ``timeout``,
-    ``unsupported_where``, ``rejected_by_consumer``."""
+    ``size_mismatch``, ``bad_chunk``, ``bad_weights``, ``bad_pointer``, ``bad_config``,
+    ``timeout``, ``unsupported_where``, ``rejected_by_consumer``.
+
+    A fetch in progress never holds the farm: the broker's newest pointer replaces it (the
+    retained pointer topic holds one message, so the newest is what the learner, or
+    whoever last wrote there, says now) and a timer abandons it after
+    ``fetch_timeout_s`` even when nothing more arrives. A pointer's architecture config
+    is checked before anything is fetched."""
 
     _task_prefix = "weights"
 
@@ -370,6 +385,8 @@ class WeightSubscriber(_Background):
         self.updated = asyncio.Condition()
         self.last_pointer: PolicyPointer | None = None
         self._fetch: _Fetch | None = None
+        self._client: aiomqtt.Client | None = None  # the connected client, for the timer
+        self._timer_tasks: set[asyncio.Task[None]] = set()
         self._task: asyncio.Task[None] | None = None
 
     async def wait_version(self, at_least: int = 0, timeout: float | None = None) -> int:
@@ -393,13 +410,16 @@ class WeightSubscriber(_Background):
             try:
                 async with client:
                     self.backoff.reset()
-                    self._fetch = None
+                    self._drop_fetch()
+                    self._client = client
                     await client.subscribe(topics.policy_pointer(), qos=1)
                     self.connected.set()
                     await self._loop(client)
             except aiomqtt.MqttError as exc:
                 log.info("weights %s: connection lost: %s", self.client_id, exc)
             finally:
+                self._client = None
+                self._drop_fetch()
                 self.connected.clear()
             await asyncio.sleep(self.backoff.next())
 
@@ -417,9 +437,23 @@ class WeightSubscriber(_Background):
                 if not payload:
                     continue  # a cleared chunk (the version is being retired)
                 await self._on_chunk(client, bytes(payload))
-            if self._fetch is not None and \
-                    time.monotonic() - self._fetch.started > self.fetch_timeout_s:
-                await self._abandon(client, "timeout", "blob chunks did not all arrive")
+
+    def _start_timer(self, f: _Fetch) -> None:
+        """Abandon ``f`` after the fetch timeout even if no message ever arrives (the
+        timeout used to be checked only when a message came)."""
+        def expire() -> None:
+            if self._fetch is f and self._client is not None:
+                task = asyncio.get_running_loop().create_task(self._expire(self._client, f))
+                self._timer_tasks.add(task)
+                task.add_done_callback(self._timer_tasks.discard)
+
+        f.timer = asyncio.get_running_loop().call_later(self.fetch_timeout_s, expire)
+
+    async def _expire(self, client: aiomqtt.Client, f: _Fetch) -> None:
+        if self._fetch is f:
+            await self._abandon(client, "timeout", "blob chunks did not all arrive within "
+                                f"{self.fetch_timeout_s:g} s ({f.received} of "
+                                f"{f.pointer.size} B)")
 
     async def _on_pointer(self, client: aiomqtt.Client, payload: bytes) -> None:
         parsed = parse_message(topics.policy_pointer(), payload)
@@ -434,8 +468,13 @@ class WeightSubscriber(_Background):
                 self._refuse("stale", f"v{p.version} ≤ current v{self.version}")
             return
         if self._fetch is not None:
-            if self._fetch.pointer.version >= p.version:
-                return
+            pending = self._fetch.pointer
+            if pending.version == p.version and pending.sha256 == p.sha256:
+                return  # the same pointer again (a retained re-send)
+            # the newest pointer wins, higher version or not: a forged v10⁹ whose blob
+            # never comes must not make the farm ignore the learner's real next version
+            log.info("weights %s: fetch of v%d replaced by a newer pointer (v%d)",
+                     self.client_id, pending.version, p.version)
             await self._abandon(client, None, "")
         if not p.where.startswith("mqtt:") or p.where[5:] != topics.policy_blob(p.version):
             self._refuse("unsupported_where", p.where)
@@ -443,13 +482,27 @@ class WeightSubscriber(_Background):
         if p.size > self.max_blob_bytes:
             self._refuse("size_mismatch", f"{p.size} B announced, limit {self.max_blob_bytes}")
             return
-        self._fetch = _Fetch(p)
+        try:
+            check_config(p.kind, dict(p.config))
+        except ConfigError as exc:
+            self._refuse("bad_config", f"v{p.version}: {exc}")
+            return
+        self._fetch = f = _Fetch(p)
+        self._start_timer(f)
         await client.subscribe(topics.policy_blob(p.version) + "/+", qos=1)
+
+    def _drop_fetch(self) -> None:
+        """Forget a fetch without a broker round trip (the connection is gone)."""
+        f, self._fetch = self._fetch, None
+        if f is not None and f.timer is not None:
+            f.timer.cancel()
 
     async def _abandon(self, client: aiomqtt.Client, reason: str | None, detail: str) -> None:
         f, self._fetch = self._fetch, None
         if f is None:
             return
+        if f.timer is not None:
+            f.timer.cancel()
         if reason is not None:
             self._refuse(reason, f"v{f.pointer.version}: {detail}")
         with contextlib.suppress(aiomqtt.MqttError):
@@ -482,7 +535,8 @@ class WeightSubscriber(_Background):
         if not f.complete:
             return
         await self._abandon(client, None, "")  # done with the blob topic
-        whole = f.buf
+        whole = await asyncio.to_thread(f.blob)
+        f.parts.clear()
         digest = await asyncio.to_thread(lambda: hashlib.sha256(whole).hexdigest())
         if digest != p.sha256:
             self._refuse("sha_mismatch", f"v{p.version}: blob sha256 {digest[:12]}…")
@@ -583,14 +637,17 @@ class LearnedPolicyProvider:
         assert self.agent is not None
         return self.agent.version
 
-    def _slot_for(self, kind: str, config: dict[str, Any]) -> _Slot:
+    async def _slot_for(self, kind: str, config: dict[str, Any]) -> _Slot:
         for s in self._slots:
             if s.free() and s.kind == kind and s.config == config:
                 return s
         self._slots = [s for s in self._slots if not s.free()]  # other architectures: drop
         from distrl_sdk.policies import build_policy
 
-        slot = _Slot(build_policy(kind, config), kind, config)
+        # off the event loop: a large model takes seconds to build, and the farm's
+        # devices, heartbeats and MQTT keepalives run on this loop meanwhile
+        policy = await asyncio.to_thread(build_policy, kind, config)
+        slot = _Slot(policy, kind, config)
         self.builds += 1
         self._slots.append(slot)
         return slot
@@ -598,7 +655,7 @@ class LearnedPolicyProvider:
     async def _on_weights(self, weights: dict[str, torch.Tensor], p: PolicyPointer) -> None:
         from distrl_sdk.learn.api import PolicyAgent
 
-        slot = self._slot_for(p.kind, dict(p.config))
+        slot = await self._slot_for(p.kind, dict(p.config))
         # no live agent uses this object, so no decide() can run on it while it loads
         await asyncio.to_thread(slot.policy.load_weights, weights)
         agent = PolicyAgent(slot.policy, p.version, greedy=self.greedy)

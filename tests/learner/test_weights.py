@@ -232,3 +232,83 @@ async def test_provider_without_learner_times_out_clearly(broker: EmbeddedBroker
     async with LearnedPolicyProvider(broker.url, ready_timeout_s=0.3) as provider:
         with pytest.raises(TimeoutError, match="distrl learner"):
             await provider.policy_for(None, None)  # type: ignore[arg-type]
+
+
+async def test_pointers_that_cannot_freeze_a_farm(broker: EmbeddedBroker) -> None:
+    """The pointer attacks of [trust], as a hostile client on the broker makes them: a
+    1 GiB pointer with no blob, a forged version 10⁹ whose blob never comes, and a config
+    that would build a huge model. The farm spends no memory on announcements, drops a
+    stuck fetch on its own timer, lets the next real pointer replace a pending forged one
+    and refuses the config before fetching anything."""
+    import tracemalloc
+
+    policy = build_policy("uitree", CFG)
+    cfg = policy.config_dict()
+    target = build_policy("uitree", CFG)
+    sub = WeightSubscriber(broker.url, lambda w, p: target.load_weights(w),
+                           fetch_timeout_s=1.0)
+
+    def pointer(v: int, size: int, config: dict[str, Any] = cfg) -> tuple[str, bytes]:
+        p = PolicyPointer(version=v, sha256="ab" * 32, size=size,
+                          where=f"mqtt:{topics.policy_blob(v)}", kind="uitree", config=config)
+        return topics.policy_pointer(), encode_envelope(p)
+
+    async with sub, MqttLink(broker.url) as link:
+        pub = WeightPublisher(link, chunk_bytes=SMALL_CHUNKS)
+        await pub.publish(policy.weights(), 1, kind="uitree", config=cfg)
+        await sub.wait_version(1, timeout=10)
+
+        # 1 GiB announced, nothing behind it: no allocation of the announced size, and the
+        # fetch ends on its timer although no other message ever arrives
+        tracemalloc.start()
+        try:
+            await raw_publish(broker.url, [pointer(2, 1 << 30)])
+            await until(lambda: sub._fetch is not None and sub._fetch.pointer.version == 2)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak < 16 << 20, f"{peak / 2**20:.0f} MiB allocated for an announcement"
+        await until(lambda: sub.refused["timeout"] == 1, timeout=5)
+        assert sub._fetch is None and sub.version == 1
+
+        # a forged v10⁹ without its blob, then the learner's real next version: the real
+        # one replaces the pending fetch at once (not after the forged one times out)
+        slow = WeightSubscriber(broker.url, lambda w, p: None, fetch_timeout_s=60)
+        async with slow:
+            await asyncio.wait_for(slow.connected.wait(), 10)
+            await raw_publish(broker.url, [pointer(10**9, 4096)])
+            await until(lambda: slow._fetch is not None
+                        and slow._fetch.pointer.version == 10**9)
+            await pub.publish(shifted(policy.weights(), 0.2), 3, kind="uitree", config=cfg)
+            assert await slow.wait_version(3, timeout=10) == 3
+            assert slow.refused["timeout"] == 0
+
+        # a config that would build ~1 GB of embeddings is refused before any fetch
+        huge = {**cfg, "buckets": 8_000_000}
+        await raw_publish(broker.url, [pointer(4, 4096, huge)])
+        await until(lambda: sub.refused["bad_config"] == 1)
+        assert sub._fetch is None and sub.version == 3
+
+
+async def test_provider_builds_policies_off_the_event_loop(
+        broker: EmbeddedBroker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Building a model can take seconds; the farm's devices and MQTT keepalives share the
+    provider's event loop, so the build runs in a worker thread."""
+    import threading
+
+    import distrl_sdk.policies as policies
+
+    built_on: list[str] = []
+    real = policies.build_policy
+
+    def recording(kind: str, config: dict[str, Any]) -> Any:
+        built_on.append(threading.current_thread().name)
+        return real(kind, config)
+
+    monkeypatch.setattr(policies, "build_policy", recording)
+    learner = build_policy("uitree", CFG)
+    async with MqttLink(broker.url) as link, LearnedPolicyProvider(broker.url) as provider:
+        await WeightPublisher(link).publish(learner.weights(), 1, kind="uitree",
+                                            config=learner.config_dict())
+        assert await provider.wait_ready(10) == 1
+    assert built_on and threading.main_thread().name not in built_on, built_on
