@@ -15,8 +15,12 @@ import signal
 import socket
 import subprocess
 import tempfile
+import warnings
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from farm.broker_acl import BrokerAccounts
 
 __all__ = ["Backend", "BrokerStartError", "EmbeddedBroker", "find_mosquitto", "free_port"]
 
@@ -64,12 +68,18 @@ class EmbeddedBroker:
     """``async with EmbeddedBroker() as b: ... b.url``. The port stays fixed across
     :meth:`restart`, so clients reconnect to the same URL; mosquitto's persistence
     directory survives restarts (persistent sessions and queued messages are kept on a
-    clean stop; :meth:`kill` loses what was not saved)."""
+    clean stop; :meth:`kill` loses what was not saved).
+
+    ``accounts``: the broker checks passwords, refuses anonymous clients and enforces
+    each account's topic ACL (farm/broker_acl.py). Every command that starts a broker for
+    others to use passes them; ``None`` (anonymous, no ACL) is for tests and
+    single-process tools."""
 
     def __init__(self, *, port: int | None = None, backend: Backend = "auto",
                  host: str = "127.0.0.1", data_dir: str | os.PathLike[str] | None = None,
                  max_queued_messages: int = 100_000,
-                 message_size_limit: int = 8 * 1024 * 1024) -> None:
+                 message_size_limit: int = 8 * 1024 * 1024,
+                 accounts: BrokerAccounts | None = None) -> None:
         if backend == "auto":
             backend = "mosquitto" if find_mosquitto() else "amqtt"
         if backend == "mosquitto" and not find_mosquitto():
@@ -87,6 +97,7 @@ class EmbeddedBroker:
         self._proc: subprocess.Popen[bytes] | None = None
         self._amqtt: Any = None
         self._amqtt_writers: set[asyncio.StreamWriter] = set()
+        self.accounts = accounts
 
     @property
     def url(self) -> str:
@@ -118,7 +129,7 @@ class EmbeddedBroker:
         return "\n".join([
             f"listener {self.port} {self.host}",
             *self._run_as(),
-            "allow_anonymous true",
+            *self._auth_lines(),
             "persistence true",
             f"persistence_location {self.data_dir}/",
             "autosave_interval 60",
@@ -132,13 +143,31 @@ class EmbeddedBroker:
             "",
         ])
 
+    def _auth_lines(self) -> list[str]:
+        if self.accounts is None:
+            return ["allow_anonymous true"]
+        return ["allow_anonymous false", f"password_file {self.data_dir / 'passwd'}",
+                f"acl_file {self.data_dir / 'acl'}"]
+
+    def _write_secret(self, name: str, text: str) -> Path:
+        path = self.data_dir / name
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
+
     def _spawn(self) -> subprocess.Popen[bytes]:
         conf = self.data_dir / "mosquitto.conf"
         text = self.config_text()
         conf.write_text(text)
+        secret_files: list[Path] = []
+        if self.accounts is not None:
+            secret_files = [self._write_secret("passwd", self.accounts.mosquitto_passwords()),
+                       self._write_secret("acl", self.accounts.acl())]
         if "\nuser mosquitto\n" in text:
             pw = pwd.getpwnam("mosquitto")
-            os.chown(self.data_dir, pw.pw_uid, pw.pw_gid)
+            for path in (self.data_dir, *secret_files):  # it reads them after dropping root
+                os.chown(path, pw.pw_uid, pw.pw_gid)
         exe = find_mosquitto()
         assert exe is not None
         with open(self.data_dir / "mosquitto.log", "ab") as logf:
@@ -163,13 +192,20 @@ class EmbeddedBroker:
             # imported lazily (and untyped): only the fallback needs amqtt
             Broker = importlib.import_module("amqtt.broker").Broker
 
+            plugins: dict[str, Any] = {
+                "amqtt.plugins.authentication.AnonymousAuthPlugin": {"allow_anonymous": True}}
+            if self.accounts is not None:  # Argon2 hashing takes a while: off the loop
+                hashed = await asyncio.to_thread(self.accounts.amqtt_passwords)
+                plugins = self.accounts.amqtt_plugins(self._write_secret("passwd", hashed))
             cfg = {
                 "listeners": {"default": {"type": "tcp", "bind": f"{self.host}:{self.port}",
                                           "max_connections": 1000}},
-                "plugins": {"amqtt.plugins.authentication.AnonymousAuthPlugin":
-                            {"allow_anonymous": True}},
+                "plugins": plugins,
             }
-            broker = Broker(cfg)
+            with warnings.catch_warnings():
+                # amqtt 0.12 reads its subscribe ACL only from the option it calls deprecated
+                warnings.filterwarnings("ignore", "The 'acl' option is deprecated")
+                broker = Broker(cfg)
             writers: set[asyncio.StreamWriter] = set()
             self._amqtt_writers = writers
             orig = broker.stream_connected

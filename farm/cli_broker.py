@@ -1,4 +1,5 @@
-"""``distrl broker``: run an embedded MQTT broker until Ctrl-C or SIGTERM."""
+"""``distrl broker``: run an embedded MQTT broker until Ctrl-C or SIGTERM, with an account
+per part and a topic ACL; ``distrl broker acl`` prints that ACL for an external broker."""
 
 from __future__ import annotations
 
@@ -6,10 +7,13 @@ import asyncio
 import signal
 import socket
 import sys
+from pathlib import Path
 
 import click
 
+from distrl_sdk.wire.topics import TopicError
 from farm.broker import BrokerStartError, EmbeddedBroker, find_mosquitto
+from farm.broker_acl import BrokerAccounts, default_accounts_dir, mosquitto_acl
 
 __all__ = ["broker"]
 
@@ -33,21 +37,60 @@ def _port_free_or_exit(port: int) -> None:
             sys.exit(2)
 
 
-@click.command("broker", context_settings={"help_option_names": ["-h", "--help"]})
+def _accounts(farms: tuple[str, ...], directory: Path | None) -> BrokerAccounts:
+    try:
+        if directory is None:
+            return BrokerAccounts.generate(farms or ("farm",))
+        return BrokerAccounts.load_or_create(directory, farms or ("farm",))
+    except TopicError as exc:
+        raise click.BadParameter(str(exc), param_hint="--farm") from None
+    except OSError as exc:
+        raise click.ClickException(f"cannot keep broker accounts in {directory}: "
+                                   f"{exc.strerror or exc}") from None
+
+
+_FARM_OPTION = click.option(
+    "--farm", "farms", multiple=True, metavar="ID",
+    help="A farm id that gets an account (farm-ID), repeatable; default: farm.")
+
+
+@click.group("broker", invoke_without_command=True,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--port", type=click.IntRange(0, 65535), default=1883, show_default=True,
               help="Loopback port to listen on (0: pick a free one).")
 @click.option("--backend", type=click.Choice(["auto", "mosquitto", "amqtt"]), default="auto",
               show_default=True,
               help="mosquitto subprocess (auto when the binary exists) or amqtt in-process.")
-def broker(port: int, backend: str) -> None:
+@_FARM_OPTION
+@click.option("--accounts", "accounts_dir", type=click.Path(file_okay=False, path_type=Path),
+              default=None,
+              help="Directory of the accounts' password files, kept across restarts "
+                   "[default: $DISTRL_BROKER_ACCOUNTS or ~/.local/state/distrl/broker].")
+@click.option("--allow-anonymous", is_flag=True,
+              help="No accounts and no ACL: anyone who reaches the port may command "
+                   "devices, ack trajectories and publish policies. Tests only.")
+@click.pass_context
+def broker(ctx: click.Context, port: int, backend: str, farms: tuple[str, ...],
+           accounts_dir: Path | None, allow_anonymous: bool) -> None:
     """Run an embedded MQTT broker on 127.0.0.1 for farms and learners.
+
+    Anonymous clients are refused. Each part has an account whose password is in
+    ACCOUNTS/USER.password (0600): `learner`, `farm-ID` for every --farm, `operator`
+    (TUI commands, deploy) and `viewer` (watch only); each publishes only its own topics
+    (`distrl broker acl` prints the rules). Connect with e.g.
+    `distrl learner --broker mqtt://learner@127.0.0.1:1883 --password-file
+    ACCOUNTS/learner.password`.
 
     Ctrl-C, SIGTERM or SIGHUP stop it cleanly (the broker saves its queued messages, its
     temp dir is removed) and the exit status is 0; 1 if the broker itself died."""
+    if ctx.invoked_subcommand is not None:
+        return
     if backend == "mosquitto" and not find_mosquitto():
         raise click.ClickException("mosquitto not found; install it or use --backend amqtt")
     if port:
         _port_free_or_exit(port)
+    accounts = None if allow_anonymous else _accounts(
+        farms, accounts_dir or default_accounts_dir())
 
     async def serve() -> None:
         loop = asyncio.get_running_loop()
@@ -56,7 +99,7 @@ def broker(port: int, backend: str) -> None:
             loop.add_signal_handler(sig, stop.set)
         b = EmbeddedBroker(port=port or None,
                            backend="mosquitto" if backend == "mosquitto" else
-                           "amqtt" if backend == "amqtt" else "auto")
+                           "amqtt" if backend == "amqtt" else "auto", accounts=accounts)
         try:
             try:
                 await b.start()
@@ -65,6 +108,9 @@ def broker(port: int, backend: str) -> None:
                 sys.exit(2)
             async with b:
                 click.echo(f"broker ({b.backend}) listening on {b.url} — Ctrl-C to stop",
+                           err=True)
+                click.echo(accounts.describe() if accounts is not None else
+                           "warning: anonymous clients may do anything (--allow-anonymous)",
                            err=True)
                 while not stop.is_set():
                     # wakes at once on a signal, every second to see the broker is alive
@@ -81,3 +127,13 @@ def broker(port: int, backend: str) -> None:
                 loop.remove_signal_handler(sig)
 
     asyncio.run(serve())
+
+
+@broker.command("acl")
+@_FARM_OPTION
+def acl(farms: tuple[str, ...]) -> None:
+    """Print the topic ACL as a mosquitto acl_file, for an external broker.
+
+    The users are the ones `distrl broker` creates (learner, farm-ID, operator, viewer);
+    give each a password with `mosquitto_passwd` and point `acl_file` at this output."""
+    click.echo(mosquitto_acl(_accounts(farms, None).accounts), nl=False)

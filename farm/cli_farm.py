@@ -70,8 +70,9 @@ async def _client(url: str, **kw: Any) -> Any:
     try:
         await asyncio.wait_for(client.__aenter__(), 5)
     except (aiomqtt.MqttError, OSError, TimeoutError) as exc:
-        raise ConnectionError(f"cannot reach the MQTT broker at {addr}: {exc or 'timeout'}"
-                              ) from None
+        from farm.broker_acl import connect_failure
+
+        raise ConnectionError(connect_failure(addr, exc)) from None
     return client
 
 
@@ -215,11 +216,15 @@ async def _farm_up(st: Any, tasks: list[Any]) -> dict[str, Any]:
     async with contextlib.AsyncExitStack() as stack:
         broker_url = effective_broker_url(st.broker)
         if broker_url is None:
-            broker = EmbeddedBroker()
+            from farm.broker_acl import BrokerAccounts, default_accounts_dir, farm_user
+
+            # the broker a learner and operators join: accounts kept across runs
+            accounts = BrokerAccounts.load_or_create(default_accounts_dir(), [st.farm_id])
+            broker = EmbeddedBroker(accounts=accounts)
             await broker.start()
             stack.push_async_callback(broker.stop)
-            broker_url = broker.url
-            _info(f"broker ({broker.backend}) on {broker_url}")
+            broker_url = accounts.url_for(broker.url, farm_user(st.farm_id))
+            _info(f"broker ({broker.backend}) on {broker.url}; {accounts.describe()}")
         else:
             client = await _client(broker_url)
             await client.__aexit__(None, None, None)

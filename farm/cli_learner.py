@@ -157,8 +157,12 @@ async def _check_broker(url: str) -> None:
             async with aiomqtt.Client(**addr.client_kwargs(), timeout=3):
                 pass
     except (aiomqtt.MqttError, OSError, TimeoutError) as exc:
-        raise ConnectionError(f"cannot reach the MQTT broker at {addr}: {exc or 'timeout'} "
-                              "(start one with `distrl broker`)") from None
+        from farm.broker_acl import connect_failure
+
+        why = connect_failure(addr, exc)
+        if why.startswith("cannot reach"):
+            why += " (start one with `distrl broker`)"
+        raise ConnectionError(why) from None
 
 
 async def _run(cfg: Any, duration: float | None) -> dict[str, Any]:

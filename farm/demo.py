@@ -32,6 +32,7 @@ from distrl_sdk.wire import FARM_STATUS_ID, DeviceStatus, Message, Metrics, pars
 __all__ = ["DemoConfig", "DemoSummary", "run_demo"]
 
 Say = Callable[[str], None]
+DEMO_FARM_ID = "demo"
 #: the farm publishes its own retained status under this device id (Publisher's default
 #: ``controller_id``): the farm's broker link, not a device
 
@@ -293,6 +294,7 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
                    ) -> DemoSummary:
     """Run until ``cfg.duration_s``, ``stop`` is set, the TUI exits, or a child dies."""
     from farm.broker import EmbeddedBroker
+    from farm.broker_acl import BrokerAccounts, farm_user
 
     t0 = time.monotonic()
     stop = stop or asyncio.Event()
@@ -300,10 +302,20 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
     run_dir = (cfg.run_dir / time.strftime("%Y%m%d-%H%M%S")).resolve()
     logs = run_dir / "logs"
     summary = DemoSummary(run_dir=str(run_dir))
-    broker = EmbeddedBroker()
+    # an account per part and a topic ACL: nobody else on this machine can ack, command or
+    # publish a policy; children read their passwords from files, never from argv
+    accounts = BrokerAccounts.generate([DEMO_FARM_ID])
+    accounts.save(run_dir / "broker")
+    broker = EmbeddedBroker(accounts=accounts)
     await broker.start()
     summary.broker = broker.url
-    say(f"broker ({broker.backend}) on {broker.url}; logs in {logs}")
+    say(f"broker ({broker.backend}) on {broker.url}, accounts in {run_dir / 'broker'}; "
+        f"logs in {logs}")
+
+    def connect_as(user: str) -> list[str]:
+        return ["--broker", accounts.user_url(broker.url, user),
+                "--password-file", str(accounts.password_file(user))]
+
     task_args: list[str] = []
     for name in cfg.tasks:
         task_args += ["--task", name]
@@ -327,21 +339,22 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
         init = ["--init", str(sft)]
     (run_dir / "learner.toml").write_text(learner_toml())
     learner = _Child("learner", _distrl(
-        "learner", "--config", str(run_dir / "learner.toml"), "--broker", broker.url,
+        "learner", "--config", str(run_dir / "learner.toml"), *connect_as("learner"),
         "--run-dir", str(run_dir / "learner"),
         "--algo", cfg.algo, "--policy", "uitree", *init),
         logs / "learner.log")
     evaluation = ["--eval-every", f"{cfg.eval_every_s:g}", "--eval-episodes-per-task", "2"] \
         if cfg.eval_every_s else []
     farm = _Child("farm", _distrl(
-        "farm", "up", "--broker", broker.url, "--sim", str(cfg.phones), "--policy", "learned",
-        "--farm-id", "demo", "--spool", str(run_dir / "spool"), "--seed", str(cfg.seed),
+        "farm", "up", *connect_as(farm_user(DEMO_FARM_ID)), "--sim", str(cfg.phones),
+        "--policy", "learned", "--farm-id", DEMO_FARM_ID, "--spool", str(run_dir / "spool"),
+        "--seed", str(cfg.seed),
         # unacked trajectories stay in the spool on disk; the demo does not wait long
         "--flush-timeout", "5",
         *evaluation, *task_args), logs / "farm.log")
     children = [learner, farm]
     watcher = _Watcher(summary, t0)
-    watch = asyncio.create_task(watcher.run(broker.url))
+    watch = asyncio.create_task(watcher.run(accounts.url_for(broker.url, "viewer")))
     tui: _Child | None = None
     try:
         await learner.start()
@@ -352,7 +365,7 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
         crash_log = logs / "tui-crash.log"
         if not headless:
             argv = list(cfg.tui_argv) if cfg.tui_argv is not None else [
-                sys.executable, "-m", "tui", "--broker", broker.url, "--farm", "+",
+                sys.executable, "-m", "tui", *connect_as("operator"), "--farm", "+",
                 "--crash-log", str(crash_log), "--quit-hint",
                 "Quit the demo: stops the farm, the learner and the broker"]
             tui = _Child("tui", argv, None)

@@ -20,6 +20,15 @@ _CODE = ("import sys; from farm.cli_broker import broker; "
          "sys.argv=['distrl-broker','--port','0','--backend','mosquitto']; broker()")
 
 
+def _listening_line(proc: subprocess.Popen[str]) -> str:
+    """The broker's "listening on URL" line (what it prints once it serves)."""
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    while line and "listening" not in line:
+        line = proc.stderr.readline()
+    return line
+
+
 def _mosquitto_child(parent: psutil.Process, timeout: float = 30.0) -> psutil.Process:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -36,10 +45,7 @@ def test_signal_stops_broker_and_cleans_up(sig: signal.Signals) -> None:
     proc = subprocess.Popen([sys.executable, "-c", _CODE], stderr=subprocess.PIPE, text=True,
                             cwd=Path(__file__).resolve().parents[1])
     try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        while line and "listening" not in line:
-            line = proc.stderr.readline()
+        line = _listening_line(proc)
         assert "listening on mqtt://127.0.0.1:" in line
         child = _mosquitto_child(psutil.Process(proc.pid))
         conf = Path(child.cmdline()[child.cmdline().index("-c") + 1])
@@ -62,10 +68,8 @@ def test_broker_dying_is_an_error() -> None:
     proc = subprocess.Popen([sys.executable, "-c", _CODE], stderr=subprocess.PIPE, text=True,
                             cwd=Path(__file__).resolve().parents[1])
     try:
+        _listening_line(proc)
         assert proc.stderr is not None
-        line = proc.stderr.readline()
-        while line and "listening" not in line:
-            line = proc.stderr.readline()
         child = _mosquitto_child(psutil.Process(proc.pid))
         os.kill(child.pid, signal.SIGKILL)
         assert proc.wait(30) == 1
@@ -93,3 +97,58 @@ def test_a_taken_port_is_one_line_and_exit_2(backend: str) -> None:
     assert f"port {port} on 127.0.0.1 is not free" in res.output
     assert "Traceback" not in res.output
     assert res.exception is None or isinstance(res.exception, SystemExit)
+
+
+@pytest.mark.skipif(find_mosquitto() is None, reason="no mosquitto binary")
+def test_broker_has_accounts_and_refuses_anonymous(tmp_path: Path) -> None:
+    import asyncio
+
+    import aiomqtt
+
+    from distrl_sdk.wire.broker_url import parse_broker_url
+    from farm.broker_password import read_password_file
+
+    accounts = tmp_path / "acc"
+    code = ("import sys; from farm.cli_broker import broker; "
+            "sys.argv=['distrl-broker','--port','0','--backend','mosquitto','--farm','f1',"
+            f"'--accounts',{str(accounts)!r}]; broker()")
+    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[1])
+    try:
+        assert proc.stderr is not None
+        url = _listening_line(proc).split("listening on ", 1)[1].split()[0]
+        said = proc.stderr.readline()
+        assert f"broker accounts in {accounts}: learner, farm-f1, operator, viewer" in said
+        for user in ("learner", "farm-f1", "operator", "viewer"):
+            assert (accounts / f"{user}.password").stat().st_mode & 0o777 == 0o600
+        password = read_password_file(accounts / "learner.password")
+        assert password not in said
+
+        async def connect(user: str | None, pw: str | None) -> None:
+            addr = parse_broker_url(url)
+            kw = addr.client_kwargs() | ({"username": user, "password": pw} if user else {})
+            async with aiomqtt.Client(**kw, timeout=5):
+                pass
+
+        asyncio.run(connect("learner", password))
+        with pytest.raises(aiomqtt.MqttError):
+            asyncio.run(connect(None, None))
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_acl_command_prints_the_rules_the_broker_enforces() -> None:
+    from click.testing import CliRunner
+
+    from farm.broker_acl import BrokerAccounts, mosquitto_acl
+    from farm.cli import cli
+
+    res = CliRunner().invoke(cli, ["broker", "acl", "--farm", "a", "--farm", "b"])
+    assert res.exit_code == 0, res.output
+    assert res.output == mosquitto_acl(BrokerAccounts.default_accounts(["a", "b"]))
+    bad = CliRunner().invoke(cli, ["broker", "acl", "--farm", "no/slash"])
+    assert bad.exit_code == 2 and "Traceback" not in bad.output

@@ -34,7 +34,7 @@ pytestmark = [
 
 REPO = Path(__file__).resolve().parents[1]
 # a sim phone's serial, in a wall tile or a list row (not the broker URL's mqtt://host:port)
-SERIAL = re.compile(r"(?<![/\w.:])(127\.0\.0\.1:\d+)")
+SERIAL = re.compile(r"(?<![/\w.:@])(127\.0\.0\.1:\d+)")
 EPISODES = re.compile(r"│ episodes (\d+) │")
 STARTUP_S = 40.0  # rows and a rising episode total on a loaded 2-core box
 SHUTDOWN_S = 45.0  # farm flush + learner checkpoint, each bounded by the demo

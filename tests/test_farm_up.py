@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -109,15 +110,20 @@ def test_cli_tail_and_status_watch_a_running_farm(tmp_path: Path) -> None:
         url = ""
         for line in up.stderr:
             if line.startswith("broker ("):
-                url = line.rsplit(" ", 1)[-1].strip()
+                url = line.split(" on ", 1)[1].split(";", 1)[0]
                 break
         assert url.startswith("mqtt://"), "no broker URL printed"
-        tail = _run("traj", "tail", "--broker", url, "--farm-id", "f2", "--count", "3",
+        # the embedded broker has accounts: anonymous watchers are refused and told why
+        anon = _run("farm", "status", "--broker", url, timeout=30)
+        assert anon.returncode == 2 and "refused the login" in anon.stderr, anon.stderr
+        viewer = ["--broker", url.replace("mqtt://", "mqtt://viewer@"), "--password-file",
+                  os.path.join(os.environ["DISTRL_BROKER_ACCOUNTS"], "viewer.password")]
+        tail = _run("traj", "tail", *viewer, "--farm-id", "f2", "--count", "3",
                     "--duration", "30", "--json", timeout=45)
         assert tail.returncode == 0, tail.stderr
         lines = [json.loads(x) for x in tail.stdout.splitlines()]
         assert len(lines) == 3 and all(x["task"] == "settings.wifi_off" for x in lines)
-        status = _run("farm", "status", "--broker", url, "--json", timeout=30)
+        status = _run("farm", "status", *viewer, "--json", timeout=30)
         assert status.returncode == 0, status.stderr
         rows = json.loads(status.stdout)
         assert {r["farm_id"] for r in rows} == {"f2"}

@@ -13,9 +13,11 @@ import uuid
 from collections.abc import AsyncIterator
 
 import aiomqtt
+from aiomqtt.exceptions import MqttConnectError
 
 from distrl_sdk.wire import topics
 from distrl_sdk.wire.broker_url import parse_broker_url
+from farm.broker_acl import connect_failure
 from tui.source import ConnectionChanged, Event, Incoming, SourceClosed
 
 __all__ = ["MqttSource", "subscriptions"]
@@ -86,6 +88,8 @@ class MqttSource:
                             payload.encode() if isinstance(payload, str) else
                             str(payload).encode() if payload is not None else b"")
                         self._put(Incoming(str(m.topic), data))
+            except MqttConnectError as e:  # a refused login says so, and what to fix
+                self._put(ConnectionChanged(False, connect_failure(self.address, e)))
             except aiomqtt.MqttError as e:
                 self._put(ConnectionChanged(False, f"broker {self.address}: {e}"))
             except OSError as e:  # e.g. TLS setup; reported and retried like the rest

@@ -209,7 +209,9 @@ class LiveFeed:
         try:
             await client.__aenter__()
         except aiomqtt.MqttError as exc:
-            raise DistRLError(f"cannot reach the broker at {self.address}: {exc}") from None
+            from farm.broker_acl import connect_failure
+
+            raise DistRLError(connect_failure(self.address, exc)) from None
         self._client = client
 
     async def status(self, status: DeviceStatus) -> None:

@@ -92,3 +92,25 @@ async def test_survives_garbage_and_a_broker_restart() -> None:
             await pilot.press("right", "r")  # the wall: the next tile
             await asyncio.wait_for(task, 10)
             assert [(c.op, c.device_id) for c in got] == [("reconnect", "sim-1")]
+
+
+async def test_a_refused_login_says_why_and_an_operator_account_connects() -> None:
+    from farm.broker_acl import BrokerAccounts
+    from tui.source import ConnectionChanged
+
+    accounts = BrokerAccounts.generate([FARM])
+    async with EmbeddedBroker(backend="mosquitto", accounts=accounts) as broker:
+        for url, connected in ((broker.url, False),
+                               (accounts.url_for(broker.url, "operator"), True)):
+            source = MqttSource(url, "+", backoff_s=(0.05, 0.3))
+            events = source.events()
+            try:
+                async with asyncio.timeout(20):
+                    async for ev in events:
+                        if isinstance(ev, ConnectionChanged):
+                            break
+            finally:
+                await source.close()
+            assert ev.connected is connected
+            if not connected:
+                assert "refused the login" in ev.detail and "--password-file" in ev.detail
