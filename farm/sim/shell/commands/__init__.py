@@ -17,6 +17,7 @@ from farm.sim.shell.commands import (  # noqa: F401  (imported for their @comman
     props,
     runas,
     screen,
+    screenrecord,
     settings,
     text,
     uiautomator,

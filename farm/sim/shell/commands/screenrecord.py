@@ -1,0 +1,219 @@
+"""``screenrecord``: the display as a real MP4 file (DigiRL and Mobile-Agent-E record
+episodes this way), until ``--time-limit`` or until the caller hangs up (Ctrl-C on
+``adb shell`` closes the stream, which cancels the command: the file is still
+finished and written, as the real tool's SIGINT handler does).
+
+Frames are sampled from the world at :data:`FPS` and repeated to keep the video's length
+equal to the time recorded. The codec is MPEG-4 part 2 (OpenCV's ``mp4v``) in an MP4
+container, where a phone writes H.264: players and ``ftyp``-sniffing tools accept both."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+
+import numpy as np
+
+from farm.sim.shell.commands.registry import command
+from farm.sim.shell.context import Proc
+
+FPS = 5
+MAX_TIME_LIMIT_S = 180
+MIN_BIT_RATE, MAX_BIT_RATE = 100_000, 200_000_000
+DEFAULT_BIT_RATE = 20_000_000
+
+USAGE = """Usage: screenrecord [options] <filename>
+
+Android screenrecord v1.3.  Records the device's display to a .mp4 file.
+
+Options:
+--size WIDTHxHEIGHT
+    Set the video size, e.g. "1280x720".  Default is the device's main
+    display resolution (if supported), 1280x720 if not.  For best results,
+    use a size supported by the AVC encoder.
+--bit-rate RATE
+    Set the video bit rate, in bits per second.  Value may be specified as
+    bits or megabits, e.g. '4000000' is equivalent to '4M'.  Default 20Mbps.
+--bugreport
+    Add additional information, such as a timestamp overlay, that is helpful
+    in videos captured to illustrate bugs.
+--time-limit TIME
+    Set the maximum recording time, in seconds.  Default / maximum is 180.
+--display-id ID
+    specify the physical display ID to record. Default is the primary display.
+    see "dumpsys SurfaceFlinger --display-id" for valid display IDs.
+--verbose
+    Display interesting information on stdout.
+--help
+    Show this message.
+
+Recording continues until Ctrl-C is hit or the time limit is reached.
+
+"""
+
+_SIZE = re.compile(r"(\d{1,5})x(\d{1,5})")
+_RATE = re.compile(r"(\d{1,10})([kKmM]?)")
+_WITH_VALUE = {"--size", "--bit-rate", "--time-limit", "--display-id", "--output-format",
+               "--codec-name", "--bframes", "--max-size"}
+
+
+@dataclass
+class Options:
+    file: str = ""
+    size: tuple[int, int] | None = None
+    bit_rate: int = DEFAULT_BIT_RATE
+    time_limit: int = MAX_TIME_LIMIT_S
+    verbose: bool = False
+    help: bool = False
+
+
+def parse(args: list[str]) -> Options | str:
+    """The options, or the message a phone prints for a bad command line."""
+    o = Options()
+    files: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        name, eq, value = a.partition("=")
+        if a.startswith("--") and name in _WITH_VALUE:
+            if not eq:
+                if i + 1 >= len(args):
+                    return f"screenrecord: option '{name}' requires an argument\n"
+                i += 1
+                value = args[i]
+            if name == "--size":
+                m = _SIZE.fullmatch(value)
+                if not m:
+                    return f"Invalid size '{value}', must be width x height\n"
+                w, h = int(m.group(1)), int(m.group(2))
+                if w == 0 or h == 0:
+                    return f"Invalid size {w}x{h}, width and height may not be zero\n"
+                o.size = (w, h)
+            elif name == "--bit-rate":
+                m = _RATE.fullmatch(value)
+                if not m:
+                    return f"Invalid bit rate '{value}'\n"
+                rate = int(m.group(1)) * {"": 1, "k": 1000, "m": 1_000_000}[m.group(2).lower()]
+                if not MIN_BIT_RATE <= rate <= MAX_BIT_RATE:
+                    return (f"Bit rate {rate}bps outside acceptable range "
+                            f"[{MIN_BIT_RATE},{MAX_BIT_RATE}]\n")
+                o.bit_rate = rate
+            elif name == "--time-limit":
+                try:
+                    limit = int(value)
+                except ValueError:
+                    limit = 0
+                if not 1 <= limit <= MAX_TIME_LIMIT_S:
+                    return (f"Time limit {value}s outside acceptable range "
+                            f"[1,{MAX_TIME_LIMIT_S}]\n")
+                o.time_limit = limit
+        elif a in ("--verbose", "-v"):
+            o.verbose = True
+        elif a in ("--help", "-h"):
+            o.help = True
+        elif a in ("--bugreport", "--rotate", "--persistent-surface", "--bframes"):
+            pass
+        elif a.startswith("-") and a != "-":
+            return f"screenrecord: unrecognized option '{a}'\n"
+        else:
+            files.append(a)
+        i += 1
+    if not o.help:
+        if len(files) != 1:
+            return "Must specify output file (see --help).\n"
+        o.file = files[0]
+    return o
+
+
+class _Encoder:
+    """An MP4 written through OpenCV into a host temp file, read back when finished."""
+
+    def __init__(self, size: tuple[int, int]) -> None:
+        import cv2
+
+        self.size = size
+        fd, self.path = tempfile.mkstemp(prefix="distrl-screenrecord-", suffix=".mp4")
+        os.close(fd)
+        self._writer = cv2.VideoWriter(self.path, cv2.VideoWriter.fourcc(*"mp4v"), FPS,
+                                       size)
+        self.frames = 0
+
+    def add(self, rgba: bytes, width: int, height: int, repeat: int) -> None:
+        import cv2
+
+        img = np.frombuffer(rgba, np.uint8).reshape(height, width, 4)
+        bgr = cv2.cvtColor(img, cv2.COLOR_RGBA2BGR)
+        if (width, height) != self.size:
+            bgr = cv2.resize(bgr, self.size, interpolation=cv2.INTER_AREA)
+        for _ in range(repeat):
+            self._writer.write(bgr)
+        self.frames += repeat
+
+    def finish(self) -> bytes:
+        self._writer.release()
+        try:
+            with open(self.path, "rb") as f:
+                return f.read()
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+
+
+def _even(n: int) -> int:
+    return max(2, n - n % 2)  # the encoder takes even sizes, as AVC encoders prefer
+
+
+@command("screenrecord")
+async def screenrecord(p: Proc) -> int:
+    opts = parse(p.args)
+    if isinstance(opts, str):
+        p.error(opts)
+        return 2
+    if opts.help:
+        p.error(USAGE)
+        return 0
+    world = p.phone.world
+    path = p.path(opts.file)
+    parent = path.rsplit("/", 1)[0] or "/"
+    if not p.phone.vfs.is_dir(parent):
+        p.error(f"Unable to open '{opts.file}': No such file or directory\n")
+        return 1
+    w, h = opts.size or (world.width, world.height)
+    size = (_even(w), _even(h))
+    if opts.verbose:
+        p.write(f"Main display is {world.width}x{world.height} @60.00fps "
+                f"(orientation=ROTATION_{world.rotation * 90})\n"
+                f"Configuring recorder for {size[0]}x{size[1]} video/avc at "
+                f"{opts.bit_rate / 1e6:.2f}Mbps\n")
+        p.write(f"Content area is {size[0]}x{size[1]} at offset x=0 y=0\n")
+    enc = await asyncio.to_thread(_Encoder, size)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    write_error = ""
+    try:
+        while True:
+            elapsed = loop.time() - start
+            due = min(int(elapsed * FPS) + 1, opts.time_limit * FPS)
+            if due > enc.frames:
+                await asyncio.to_thread(enc.add, world.frame_rgba(), world.width,
+                                        world.height, due - enc.frames)
+            if elapsed >= opts.time_limit:
+                break
+            await asyncio.sleep(min(1 / FPS, opts.time_limit - elapsed))
+    finally:
+        # also when the caller hangs up (cancelled): the file is finished as on SIGINT
+        try:
+            p.phone.vfs.write(path, enc.finish())
+        except OSError as e:
+            write_error = e.strerror or str(e)
+    if write_error:
+        p.error(f"Unable to open '{opts.file}': {write_error}\n")
+        return 1
+    if opts.verbose:
+        p.write(f"Stopping encoder and muxer\nEncoder stopping; recorded {enc.frames} "
+                f"frames in {round(loop.time() - start)} seconds\n")
+    return 0
