@@ -80,6 +80,9 @@ class FakeWorld:
     def input_text(self, text: str) -> None:
         self.calls.append(("text", text))
 
+    def clear_text(self) -> None:
+        self.calls.append(("clear_text",))
+
     def key(self, keycode: int) -> None:
         self.calls.append(("key", keycode))
 

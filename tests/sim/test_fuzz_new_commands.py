@@ -28,7 +28,8 @@ COMMANDS = ["sed", "awk", "find", "ps", "pidof", "md5sum", "stat", "df", "top", 
             "tr", "cut", "xargs", "kill", "pkill", "pgrep", "am start",
             "cmd package resolve-activity", "pm query-activities", "dumpsys activity recents",
             "dumpsys input_method",
-            "am stack remove", "sha1sum"]
+            "am stack remove", "sha1sum", "ime", "ime enable", "ime set", "am broadcast -a",
+            "am broadcast -a ADB_INPUT_CHARS --eia chars", "screenrecord --help"]
 TOKENS = st.one_of(
     st.sampled_from(["-n", "-e", "-E", "-i", "-F", "-v", "-d", "-f", "-c", "-s", "-o", "-A",
                      "-p", "-l", "-9", "-x", "-0", "-I", "{}", "-a", "-t", "--brief",
@@ -39,7 +40,9 @@ TOKENS = st.one_of(
                      "market://details?id=x", "tel:+1", "package:com.android.chrome",
                      "content://contacts/people/1", "android.intent.category.HOME",
                      "vnd.android.cursor.dir/contact", "-W", "-S", "com.android.settings",
-                     "system_server", "99999", "1000", "%s %Y %n %q", "0.01", "sleep"]),
+                     "system_server", "99999", "1000", "%s %Y %n %q", "0.01", "sleep",
+                     "ADB_INPUT_TEXT", "ADB_INPUT_B64", "ADB_INPUT_CODE", "--es", "--ei",
+                     "--eia", "msg", "code", "1,2,-3", "com.android.adbkeyboard/.AdbIME"]),
     st.text(alphabet=st.characters(codec="utf-8", max_codepoint=0x2FF),
             max_size=12),
 )

@@ -235,6 +235,12 @@ class World:
             field.insert(text)
             self._touch()
 
+    def clear_text(self) -> None:
+        field = self._focused_field()
+        if field is not None and field.text:
+            field.set("")
+            self._touch()
+
     def key(self, keycode: int) -> None:
         self._touch()
         if keycode == 26:  # POWER

@@ -8,6 +8,7 @@ from farm.sim.shell.commands import (  # noqa: F401  (imported for their @comman
     filters,
     findutils,
     fs,
+    ime,
     input,
     log,
     logcat,

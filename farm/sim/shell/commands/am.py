@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from farm.sim.intents import IntentQuery
 from farm.sim.profiles import CommandKind
+from farm.sim.shell.commands.ime import deliver_to_ime
 from farm.sim.shell.commands.names import (
     full_class,
     ident_hash,
@@ -40,6 +42,8 @@ class Intent:
     package: str = ""
     component: str = ""
     extras: bool = False
+    # the values of --es/-e (strings), --ei (ints) and --eia (int arrays), by key
+    values: dict[str, str | int | list[int]] = field(default_factory=dict)
     wait: bool = False
     stop_first: bool = False
 
@@ -66,6 +70,7 @@ class Intent:
         return "Intent { " + " ".join(parts) + " }"
 
 
+_INT = re.compile(r"-?\d{1,10}")
 _LAUNCH_CATEGORIES = {"android.intent.category.LAUNCHER", "android.intent.category.DEFAULT"}
 _REDACTED_SCHEMES = ("tel", "sip", "sms", "smsto", "mailto", "nfc")
 _HOST_ONLY_SCHEMES = ("http", "https", "ftp", "rtsp")
@@ -104,6 +109,13 @@ def parse_intent(args: Sequence[str]) -> Intent:
             it.stop_first = True
         elif a in _TWO_ARGS:
             it.extras = True
+            key, value = val, args[i + 2] if i + 2 < len(args) else ""
+            if a in ("-e", "--es"):
+                it.values[key] = value
+            elif a == "--ei" and _INT.fullmatch(value):
+                it.values[key] = int(value)
+            elif a == "--eia" and all(_INT.fullmatch(v) for v in value.split(",")):
+                it.values[key] = [int(v) for v in value.split(",")]
             i += 2
         elif a in _ONE_ARG:
             if a == "-a":
@@ -252,7 +264,9 @@ async def am(p: Proc) -> int:
     if sub == "broadcast":
         it = parse_intent(rest)
         it.flags = it.flags or "0x400000"
-        p.write(f"Broadcasting: {it.short()}\nBroadcast completed: result=0\n")
+        p.write(f"Broadcasting: {it.short()}\n")
+        deliver_to_ime(p.phone, it.action, it.values)
+        p.write("Broadcast completed: result=0\n")
         return 0
     if sub in ("startservice", "start-service", "start-foreground-service"):
         p.write(f"Starting service: {parse_intent(rest).short()}\n")
