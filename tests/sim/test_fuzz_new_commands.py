@@ -29,7 +29,9 @@ COMMANDS = ["sed", "awk", "find", "ps", "pidof", "md5sum", "stat", "df", "top", 
             "cmd package resolve-activity", "pm query-activities", "dumpsys activity recents",
             "dumpsys input_method",
             "am stack remove", "sha1sum", "ime", "ime enable", "ime set", "am broadcast -a",
-            "am broadcast -a ADB_INPUT_CHARS --eia chars", "screenrecord --help"]
+            "am broadcast -a ADB_INPUT_CHARS --eia chars", "screenrecord --help",
+            "sqlite3 /data/data/com.android.providers.contacts/databases/contacts2.db",
+            "content delete --uri content://call_log/calls --where"]
 TOKENS = st.one_of(
     st.sampled_from(["-n", "-e", "-E", "-i", "-F", "-v", "-d", "-f", "-c", "-s", "-o", "-A",
                      "-p", "-l", "-9", "-x", "-0", "-I", "{}", "-a", "-t", "--brief",
@@ -42,7 +44,9 @@ TOKENS = st.one_of(
                      "vnd.android.cursor.dir/contact", "-W", "-S", "com.android.settings",
                      "system_server", "99999", "1000", "%s %Y %n %q", "0.01", "sleep",
                      "ADB_INPUT_TEXT", "ADB_INPUT_B64", "ADB_INPUT_CODE", "--es", "--ei",
-                     "--eia", "msg", "code", "1,2,-3", "com.android.adbkeyboard/.AdbIME"]),
+                     "--eia", "msg", "code", "1,2,-3", "com.android.adbkeyboard/.AdbIME",
+                     "SELECT * FROM data", ".tables", ".schema", "-csv", "-header",
+                     "DROP TABLE data", "type=1", "'x", "SELECT 1;SELECT 2"]),
     st.text(alphabet=st.characters(codec="utf-8", max_codepoint=0x2FF),
             max_size=12),
 )

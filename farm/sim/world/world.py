@@ -384,6 +384,11 @@ class World:
     def _touch(self) -> None:
         self._dirty = True
 
+    def data_changed(self) -> None:
+        """A provider's rows changed (``content delete``): screens showing them redraw,
+        as apps observing a provider do."""
+        self._touch()
+
     def _dark(self) -> bool:
         return self.settings.get("secure", "ui_night_mode") == "2"
 

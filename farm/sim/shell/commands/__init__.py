@@ -20,6 +20,7 @@ from farm.sim.shell.commands import (  # noqa: F401  (imported for their @comman
     screen,
     screenrecord,
     settings,
+    sqlite,
     text,
     uiautomator,
     wm,

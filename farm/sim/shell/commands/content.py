@@ -1,4 +1,4 @@
-"""``content query``: read an app's content provider, printed like AOSP's ``content`` tool.
+"""``content query|delete``: an app's content provider, printed like AOSP's ``content`` tool.
 
 ``Row: N col=value, col=value`` per row (NULL for nulls), ``No result found.`` when the
 cursor is empty. Providers are apps with an ``authorities`` attribute and a ``query``
@@ -7,6 +7,7 @@ method (see ``farm.sim.world.apps.provider``), found through ``world.app(package
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, cast
 from urllib.parse import unquote, urlsplit
 
@@ -37,7 +38,13 @@ class _Provider(Protocol):
     def query(self, authority: str, path: list[str]) -> Cursor | None: ...
 
 
-def _find_provider(p: Proc, authority: str) -> _Provider | None:
+class _Deletable(Protocol):
+    def delete_where(self, authority: str, path: list[str],
+                     match: Callable[[Row], bool]) -> int | None: ...
+
+
+def find_provider(p: Proc, authority: str) -> _Provider | None:
+    """The installed app serving ``authority`` (its ``query`` and maybe ``delete_where``)."""
     world = p.phone.world
     app_of = getattr(world, "app", None)
     if app_of is None:
@@ -76,7 +83,7 @@ async def content(p: Proc) -> int:
         else:
             p.error(f"Error: Unsupported argument: {a}\n{USAGE}")
             return 1
-    if verb != "query":
+    if verb not in ("query", "delete"):
         p.error(f"Error: content {verb} is not supported by this device\n")
         return 1
     uri = opts.get("--uri", "")
@@ -88,11 +95,13 @@ async def content(p: Proc) -> int:
     if parts.scheme != "content" or not authority:
         return _fail(p, authority or uri,
                      f"java.lang.IllegalStateException: Could not find provider: {uri}")
-    provider = _find_provider(p, authority)
+    provider = find_provider(p, authority)
     if provider is None:
         return _fail(p, authority, "java.lang.IllegalStateException: Could not find provider: "
                      f"{authority}")
     path = [unquote(s) for s in parts.path.split("/") if s]
+    if verb == "delete":
+        return _delete(p, provider, authority, path, uri, opts.get("--where", ""))
     cursor = provider.query(authority, path)
     if cursor is None:
         return _fail(p, authority, f"java.lang.IllegalArgumentException: Unknown URL {uri}")
@@ -118,4 +127,22 @@ async def content(p: Proc) -> int:
     for i, r in enumerate(rows):
         out.append(f"Row: {i} " + ", ".join(f"{c}={_fmt(r.get(c))}" for c in shown) + "\n")
     p.write("".join(out))
+    return 0
+
+
+def _delete(p: Proc, provider: _Provider, authority: str, path: list[str], uri: str,
+            where: str) -> int:
+    """Prints nothing on success, as the real tool does."""
+    cursor = provider.query(authority, path)
+    deleter = getattr(provider, "delete_where", None)
+    if cursor is None or deleter is None:
+        return _fail(p, authority, f"java.lang.IllegalArgumentException: Unknown URL {uri}")
+    try:
+        match = compile_where(where, cursor[0])
+    except SqlError as e:
+        return _fail(p, authority, f"android.database.sqlite.SQLiteException: {e} (code 1 "
+                     "SQLITE_ERROR)")
+    if cast(_Deletable, provider).delete_where(authority, path, match) is None:
+        return _fail(p, authority, f"java.lang.UnsupportedOperationException: Cannot delete "
+                     f"that URL: {uri}")
     return 0

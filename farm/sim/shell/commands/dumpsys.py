@@ -572,6 +572,39 @@ def thermal(phone: Phone, args: list[str]) -> tuple[str, int]:
     return "\n".join(lines) + "\n", 0
 
 
+def telephony_registry(phone: Phone, args: list[str]) -> tuple[str, int]:
+    """Call and service state of the one SIM slot: in service on a test network and idle
+    (sim phones place no calls yet), as android_world's call-state check parses it."""
+    call_state, number = 0, ""
+    lines = [
+        "last known state:",
+        "  Phone Id=0",
+        f"  mCallState={call_state}",
+        f"  mRingingCallState={1 if call_state == 1 else 0}",
+        f"  mForegroundCallState={1 if call_state == 2 else 0}",
+        f"  mCallIncomingNumber={number}",
+        "  mServiceState=0(IN_SERVICE) 0(IN_SERVICE) 0 0 T-Mobile T-Mobile 310260 310260 "
+        "LTE LTE CSS not supported -1 -1 RoamingType:0 RoamingType:0 Emergency:false",
+        "  mVoiceActivationState=0",
+        "  mDataActivationState=0",
+        "  mUserMobileDataState=true",
+        "  mSignalStrength=SignalStrength:{ mCdma=Invalid mGsm=Invalid mWcdma=Invalid "
+        "mTdscdma=Invalid mLte=CellSignalStrengthLte: rssi=-51 rsrp=-94 rsrq=-7 rssnr=30 "
+        "cqi=2147483647 ta=2147483647 level=4 mNr=Invalid primary=CellSignalStrengthLte}",
+        "  mMessageWaiting=false",
+        "  mCallForwarding=false",
+        "  mDataActivity=0",
+        "  mDataConnectionState=2",
+        "  mCellIdentity=CellIdentityLte:{ mCi=1 mPci=0 mTac=1 mEarfcn=0 mBands=[] "
+        "mBandwidth=2147483647 mMcc=310 mMnc=260 mAlphaLong=T-Mobile mAlphaShort=T-Mobile}",
+        "  mSrvccState=-1",
+        "  mCallPreciseDisconnectCause=-1",
+        "  mCallDisconnectCause=-1",
+        "local logs:",
+    ]
+    return "\n".join(lines) + "\n", 0
+
+
 Service = Callable[[Phone, list[str]], tuple[str, int]]
 SERVICES: dict[str, Service] = {
     "battery": battery,
@@ -584,6 +617,7 @@ SERVICES: dict[str, Service] = {
     "package": package,
     "SurfaceFlinger": surfaceflinger,
     "thermalservice": thermal,
+    "telephony.registry": telephony_registry,
 }
 
 

@@ -4,11 +4,13 @@ As on Android, contacts belong to the provider, not to the Contacts app: ``pm cl
 com.android.providers.contacts`` resets them (to the phone's fixed seed list), ``pm clear
 com.google.android.contacts`` does not. Served as ``content://com.android.contacts/…``:
 ``contacts``, ``raw_contacts``, ``data``, ``data/phones``, ``data/emails`` (and ``/ID``).
+The call log lives here too, as on Android (CallLogProvider): ``content://call_log/calls``.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -17,6 +19,9 @@ from farm.sim.world.apps.provider import Cursor, Row
 
 PKG = "com.android.providers.contacts"
 AUTHORITY = "com.android.contacts"
+CALL_LOG = "call_log"
+# CallLog.Calls.TYPE
+INCOMING, OUTGOING, MISSED = 1, 2, 3
 NAME = "vnd.android.cursor.item/name"
 PHONE = "vnd.android.cursor.item/phone_v2"
 EMAIL = "vnd.android.cursor.item/email_v2"
@@ -27,6 +32,8 @@ CONTACT_COLUMNS = ["_id", "display_name", "display_name_alt", "sort_key", "looku
                    "in_visible_group", "photo_id", "name_raw_contact_id"]
 RAW_COLUMNS = ["_id", "contact_id", "account_name", "account_type", "deleted", "display_name",
                "display_name_alt", "starred", "version", "dirty"]
+CALL_COLUMNS = ["_id", "number", "date", "duration", "type", "new", "name", "numbertype",
+                "numberlabel", "countryiso", "is_read", "presentation", "phone_account_address"]
 DATA_COLUMNS = ["_id", "raw_contact_id", "contact_id", "mimetype", "display_name", "data1",
                 "data2", "data3", "data4", "is_primary", "is_super_primary"]
 
@@ -81,7 +88,7 @@ class ContactsProvider(App):
     label = "Contacts Storage"
     apk_path = "/system/priv-app/ContactsProvider/ContactsProvider.apk"
     activities: ClassVar[dict[str, type[Activity]]] = {}
-    authorities: ClassVar[tuple[str, ...]] = (AUTHORITY,)
+    authorities: ClassVar[tuple[str, ...]] = (AUTHORITY, CALL_LOG)
 
     def reset(self) -> None:
         self.contacts: list[Contact] = []
@@ -89,6 +96,23 @@ class ContactsProvider(App):
         self.next_data_id = 1
         for first, last, phone, email, company in SEED:
             self.save(None, first, last, phone, email, company)
+        self.calls: list[Row] = []
+        # a few calls with the seed contacts, at fixed times (1 Nov 2026, UTC)
+        for i, (kind, duration) in enumerate(((INCOMING, 64), (OUTGOING, 181), (MISSED, 0))):
+            self.add_call(SEED[i][2], kind, duration, 1_793_500_000_000 + i * 3_600_000)
+
+    def add_call(self, number: str, call_type: int, duration_s: int, date_ms: int) -> Row:
+        """A call log entry; its name is the contact's whose number it is."""
+        who = next((c for c in self.contacts
+                    if normalize_phone(c.phone) == normalize_phone(number)), None)
+        row: Row = {"_id": (max((int(r["_id"] or 0) for r in self.calls), default=0) + 1),
+                    "number": number, "date": date_ms, "duration": duration_s,
+                    "type": call_type, "new": int(call_type == MISSED),
+                    "name": who.display_name if who else None, "numbertype": 2 if who else 0,
+                    "numberlabel": None, "countryiso": "US", "is_read": 0,
+                    "presentation": 1, "phone_account_address": None}
+        self.calls.append(row)
+        return row
 
     # ── data ─────────────────────────────────────────────────────────────────────────
     def get(self, cid: int) -> Contact | None:
@@ -120,6 +144,9 @@ class ContactsProvider(App):
 
     # ── provider ─────────────────────────────────────────────────────────────────────
     def query(self, authority: str, path: list[str]) -> Cursor | None:
+        if authority == CALL_LOG and path[:1] == ["calls"] and len(path) <= 2:
+            rows = [r for r in self.calls if len(path) == 1 or str(r["_id"]) == path[1]]
+            return list(CALL_COLUMNS), [dict(r) for r in rows]
         if authority != AUTHORITY or not path:
             return None
         table, rest = path[0], path[1:]
@@ -140,6 +167,24 @@ class ContactsProvider(App):
         if rest:
             rows = [r for r in rows if str(r["_id"]) == rest[0]]
         return list(cols), rows
+
+    def delete_where(self, authority: str, path: list[str],
+                     match: Callable[[Row], bool]) -> int | None:
+        """``content delete``: the rows of the URI that ``match`` are removed (a contact
+        goes with its raw contact and data); the count, or None for a URI that cannot
+        be deleted from."""
+        cursor = self.query(authority, path)
+        if cursor is None or (authority == AUTHORITY and path[0] == "data"):
+            return None
+        doomed = [r for r in cursor[1] if match(r)]
+        ids = {r["_id"] for r in doomed}
+        if authority == CALL_LOG:
+            self.calls = [r for r in self.calls if r["_id"] not in ids]
+        else:
+            self.contacts = [c for c in self.contacts if c.id not in ids]
+        if doomed:
+            self.host.data_changed()
+        return len(doomed)
 
     def _by_id(self) -> list[Contact]:
         return sorted(self.contacts, key=lambda c: c.id)
