@@ -94,6 +94,9 @@ def change_orientation(rig: Rig) -> None:
     try:
         out = _ok(rig, "shell", "dumpsys window | grep mCurrentRotation")
         assert re.findall(r"mCurrentRotation=ROTATION_(\d+)", out)[:1] == ["90"], out
+        dump = _ok(rig, "shell", "uiautomator dump /sdcard/rot.xml >/dev/null && "
+                                 "cat /sdcard/rot.xml")
+        assert '<hierarchy rotation="1">' in dump and "[0,0][2400,1080]" in dump, dump[:300]
     finally:
         _ok(rig, "shell", "settings", "put", "system", "user_rotation", "0")
 
@@ -277,8 +280,7 @@ CASES: list[Case] = [
     Case("type_text (escaped words, %s)", input_text),
     Case("get_orientation (dumpsys input SurfaceOrientation)", orientation_from_dumpsys_input),
     Case("get_orientation (dumpsys window mCurrentRotation)", orientation_from_dumpsys_window),
-    Case("change_orientation (user_rotation 1 -> ROTATION_90)", change_orientation,
-         gap="rotation: user_rotation is stored but the display stays ROTATION_0"),
+    Case("change_orientation (user_rotation 1 -> ROTATION_90)", change_orientation),
     Case("get_screen_size / logical / physical frame", screen_sizes),
     Case("get_api_level", api_level),
     Case("settings get/put/list/delete", settings_get_put_list),

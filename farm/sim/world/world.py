@@ -81,7 +81,7 @@ class World:
         self.width, self.height, self.density = spec.screen.width, spec.screen.height, \
             spec.screen.density
         self.store = SettingsStore(default_settings(spec.model, rng))
-        self.store.listeners.append(lambda _ns, _key: self._touch())
+        self.store.listeners.append(self._setting_changed)
         # the WorldAPI face of the same store (the protocol attribute is typed SettingsAPI)
         self.settings: SettingsAPI = self.store
         self.battery = faults.battery
@@ -392,6 +392,27 @@ class World:
     def _dark(self) -> bool:
         return self.settings.get("secure", "ui_night_mode") == "2"
 
+    def _setting_changed(self, namespace: str, key: str) -> None:
+        self._touch()
+        if key in ("user_rotation", "accelerometer_rotation"):
+            self._sync_rotation()  # the size is read before any frame: change it now
+
+    def _sync_rotation(self) -> None:
+        """With auto-rotate off the display takes ``user_rotation`` (0-3, quarter turns);
+        with it on, a sim phone is held upright. A quarter turn swaps the logical size:
+        apps lay out, screencap draws, the UI dump and taps all use landscape pixels."""
+        rotation = 0
+        if self.store.get("system", "accelerometer_rotation") != "1":
+            value = self.store.get("system", "user_rotation") or "0"
+            rotation = int(value) % 4 if value.isdigit() else 0
+        if rotation == self.rotation:
+            return
+        self.rotation = rotation
+        pw, ph = self.spec.screen.width, self.spec.screen.height
+        self.width, self.height = (ph, pw) if rotation % 2 else (pw, ph)
+        self._renderer = Renderer(self.width, self.height, self.density)
+        self._dirty = True
+
     def _ensure(self) -> None:
         b = self.battery
         live = (int(self._wall() // 60), b.current_level(self.clock()), b.status,
@@ -404,7 +425,7 @@ class World:
         self._live = live
         self._dirty = False
         windows = self._build()
-        sig = (live[3], self._dark(), tuple(signature(v) for v in windows))
+        sig = (live[3], self.rotation, self._dark(), tuple(signature(v) for v in windows))
         self._windows = windows
         if sig != self._sig:
             self._sig = sig

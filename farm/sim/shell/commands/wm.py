@@ -60,7 +60,34 @@ async def wm(p: Proc) -> int:
             return 255
         phone.wm_density = int(rest[0])
         return 0
-    if sub in ("user-rotation", "fixed-to-user-rotation", "dismiss-keyguard"):
+    if sub == "user-rotation":
+        return _user_rotation(p, rest)
+    if sub in ("fixed-to-user-rotation", "dismiss-keyguard"):
         return 0
     p.error(f"Unknown command: {sub}\n")
+    return 255
+
+
+def _user_rotation(p: Proc, args: list[str]) -> int:
+    """``wm user-rotation [free|lock [ROTATION]]`` through the same settings the
+    rotation lock tile writes; with no argument it prints the lock state."""
+    store = p.phone.world.settings
+    words = [a for i, a in enumerate(args) if a != "-d" and (i == 0 or args[i - 1] != "-d")]
+    if not words:
+        free = store.get("system", "accelerometer_rotation") == "1"
+        p.write("free\n" if free else f"lock {store.get('system', 'user_rotation') or '0'}\n")
+        return 0
+    if words[0] == "free":
+        store.put("system", "accelerometer_rotation", "1")
+        return 0
+    if words[0] == "lock":
+        rotation = words[1] if len(words) > 1 else None
+        if rotation is not None and rotation not in ("0", "1", "2", "3"):
+            p.error(f"Error: Unknown rotation: {rotation}\n")
+            return 255
+        store.put("system", "accelerometer_rotation", "0")
+        if rotation is not None:
+            store.put("system", "user_rotation", rotation)
+        return 0
+    p.error(f"Error: Unknown option: {words[0]}\n")
     return 255
