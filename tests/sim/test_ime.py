@@ -1,5 +1,6 @@
-"""``ime`` and the ADBKeyboard broadcasts on a sim phone: input methods come from
-installed packages, the keyboard's broadcasts type only while it is selected."""
+"""``ime``, the ADBKeyboard broadcasts and Clipper's on a sim phone: input methods come
+from installed packages, the keyboard's broadcasts type only while it is selected, and
+Clipper answers with result -1 and its data once installed."""
 
 from __future__ import annotations
 
@@ -100,3 +101,15 @@ async def test_adb_keyboard_types_any_text_while_selected(phone: SimPhone) -> No
     await sh(phone, "am broadcast -a ADB_INPUT_B64 --es msg '%%%'")  # dropped, no crash
     await sh(phone, "am broadcast -a ADB_CLEAR_TEXT")
     assert omnibox_text(phone) == "Search or type web address"  # empty: the hint shows
+
+
+async def test_clipper_sets_and_reads_the_clipboard_once_installed(phone: SimPhone) -> None:
+    get = "am broadcast -a clipper.get"
+    assert (await sh(phone, get))[1].endswith("Broadcast completed: result=0\n")  # no app
+    phone.vfs.write("/data/local/tmp/c.apk", build_test_apk("ca.zgrs.clipper", "Clipper"))
+    assert (await sh(phone, "pm install /data/local/tmp/c.apk"))[0] == 0
+    code, out, _ = await sh(phone, "am broadcast -a clipper.set -e text 'ünïcode ok'")
+    assert (code, out.splitlines()[-1]) == (
+        0, 'Broadcast completed: result=-1, data="Text is copied into clipboard."')
+    assert (await sh(phone, get))[1].splitlines()[-1] == (
+        'Broadcast completed: result=-1, data="ünïcode ok"')

@@ -61,6 +61,7 @@ class Phone:
     installed: dict[str, InstalledMeta] = field(default_factory=dict)
     sessions: dict[int, InstallSession] = field(default_factory=dict)
     boot_time: float = field(default_factory=time.time)
+    clipboard: str = ""  # the primary clip, as apps such as Clipper set and read it
 
 
 ENV_DEFAULTS: dict[str, str] = {

@@ -16,6 +16,7 @@ from farm.sim.shell.commands import (  # noqa: F401  (imported for their @comman
     pm,
     procs,
     props,
+    receivers,
     runas,
     screen,
     screenrecord,

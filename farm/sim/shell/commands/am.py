@@ -9,13 +9,13 @@ from urllib.parse import urlsplit
 
 from farm.sim.intents import IntentQuery
 from farm.sim.profiles import CommandKind
-from farm.sim.shell.commands.ime import deliver_to_ime
 from farm.sim.shell.commands.names import (
     full_class,
     ident_hash,
     long_component,
     short_component,
 )
+from farm.sim.shell.commands.receivers import deliver_broadcast
 from farm.sim.shell.commands.registry import command
 from farm.sim.shell.context import Proc
 
@@ -265,8 +265,9 @@ async def am(p: Proc) -> int:
         it = parse_intent(rest)
         it.flags = it.flags or "0x400000"
         p.write(f"Broadcasting: {it.short()}\n")
-        deliver_to_ime(p.phone, it.action, it.values)
-        p.write("Broadcast completed: result=0\n")
+        code, data = deliver_broadcast(p.phone, it.action, it.values)
+        shown = "" if data is None else ', data="' + data + '"'
+        p.write(f"Broadcast completed: result={code}{shown}\n")
         return 0
     if sub in ("startservice", "start-service", "start-foreground-service"):
         p.write(f"Starting service: {parse_intent(rest).short()}\n")
