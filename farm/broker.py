@@ -1,6 +1,6 @@
 """An embedded MQTT broker for development and tests: a ``mosquitto`` subprocess on a
 loopback port with a generated config when the binary exists, else amqtt in-process
-(MQTT 3.1.1 only; see research notes §3)."""
+(MQTT 3.1.1 only, which the wire contract allows: docs/design.md §3)."""
 
 from __future__ import annotations
 

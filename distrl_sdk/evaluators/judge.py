@@ -27,7 +27,7 @@ from distrl_sdk.trajectory import Trajectory
 
 __all__ = ["DEFAULT_PROMPT", "JudgeBackend", "ModelJudge", "parse_verdict"]
 
-#: DigiRL's evaluator framing (distrl_digirl.md §3.1), zero-shot. Fields: ``{task}``,
+#: DigiRL's evaluator framing (arXiv 2406.11896), zero-shot. Fields: ``{task}``,
 #: ``{answer}``, ``{n_screens}`` and the episode's params.
 DEFAULT_PROMPT = (
     "You're an expert in evaluating whether the Screenshot successfully completes the Task.\n"

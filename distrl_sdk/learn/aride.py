@@ -91,7 +91,7 @@ VTarget = Literal["vtrace", "retrace_q"]
 @dataclass
 class ARIDEConfig:
     """Every knob of A-RIDE (equations: the module docstring). "code" = DistRL's released
-    configs (research notes §2.2); the paper's hyper-parameter appendix was not available.
+    configs; the paper's hyper-parameter appendix was not available.
 
     Off-policy targets: ``v_target`` ("vtrace": δ_t = ρ̄^V_t·TD_t + γ c_t δ_{t+1}, the
     default; "retrace_q": the Q-formula read literally, biased to V^μ, for comparison

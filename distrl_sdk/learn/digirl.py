@@ -1,4 +1,4 @@
-"""The DigiRL-style baseline (arXiv 2406.11896; research notes §5): what A-RIDE is
+"""The DigiRL-style baseline (arXiv 2406.11896): what A-RIDE is
 measured against.
 
 - Uniform replay over episodes (the same buffer with α = 0, β = 0 and no lag bound).

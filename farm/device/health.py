@@ -3,7 +3,7 @@
 ``getprop sys.boot_completed``, ``dumpsys battery`` and ``dumpsys power`` each carry
 their own deadline (``timeout``), so a hung device costs one timeout, not three, and
 surfaces as :class:`~distrl_sdk.errors.AdbTimeout`. Parsers go by key and ignore
-lines they do not know (OEMs add some; research/device_farm.md §4).
+lines they do not know (OEMs add some).
 """
 
 from __future__ import annotations

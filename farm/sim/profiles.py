@@ -1,6 +1,6 @@
 """Latency profiles: how long a real device takes for each kind of command.
 
-Figures follow research/distributed_rl_mqtt.md §4 (raw screencap ≈ 0.25–0.7 s,
+Figures are what published device-farm measurements report (raw screencap ≈ 0.25–0.7 s,
 PNG screencap 0.5–2 s, uiautomator dump ≈ 1–2.5 s on phones, input ≈ tens of ms).
 Every delay is drawn from the phone's own seeded RNG so that runs repeat.
 """

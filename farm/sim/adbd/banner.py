@@ -1,4 +1,4 @@
-"""The device's CNXN banner (research/adb_protocol.md §2, §7 P3)."""
+"""The device's CNXN banner (the ``device::`` banner of AOSP adb's protocol.txt, CONNECT)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 A packet is a header of six little-endian ``uint32`` (command, arg0, arg1,
 data_length, data_check, magic) followed by ``data_length`` payload bytes
-(research/adb_protocol.md §1). ``data_check`` is the byte sum of the payload; no
+(AOSP adb's protocol.txt). ``data_check`` is the byte sum of the payload; no
 receiver since adb 29 checks it, so the parser never validates it and the sender
 only fills it in for peers that negotiated the pre-2017 protocol version.
 """

@@ -1,4 +1,4 @@
-"""``sync:`` — file transfer over the phone's VirtualFS (research/adb_protocol.md §5.4).
+"""``sync:`` — file transfer over the phone's VirtualFS (AOSP adb's SYNC.TXT).
 
 Requests are ``id[4] | len:u32 | path`` on one stream until QUIT, an error (FAIL,
 then close, like adbd) or the host closing the stream (adbutils never sends QUIT).
