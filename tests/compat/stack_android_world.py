@@ -276,6 +276,9 @@ def emulator_console(rig: Rig) -> None:
 def call_phone_number(rig: Rig) -> None:
     out = _ok(rig, "shell", "am", "start", "-a", "android.intent.action.CALL", "-d", "tel:5551234")
     assert "Error" not in out, out
+    assert "mCallState=2" in _ok(rig, "shell", "dumpsys", "telephony.registry")
+    _ok(rig, "shell", "input", "keyevent", "KEYCODE_ENDCALL")  # end_call
+    assert "mCallState=0" in _ok(rig, "shell", "dumpsys", "telephony.registry")
 
 
 CASES: list[Case] = [
@@ -308,5 +311,5 @@ CASES: list[Case] = [
     Case("clear call log (content delete call_log)", clear_call_log),
     Case("call_emulator (adb emu gsm call)", emulator_console,
          gap="no emulator console (sims are TCP targets, not emulator-NNNN)"),
-    Case("call_phone_number (CALL tel:)", call_phone_number, gap="no dialer app"),
+    Case("call_phone_number (CALL tel:)", call_phone_number),
 ]

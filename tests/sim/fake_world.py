@@ -116,6 +116,9 @@ class FakeWorld:
     def input_method_state(self) -> tuple[bool, str, str]:
         return False, "", self.stack[0].package if self.stack else ""
 
+    def call_state(self) -> tuple[int, str]:
+        return 0, ""
+
     def remove_task(self, task_id: int) -> bool:
         before = len(self.stack)
         self.stack = [r for r in self.stack if r.task_id != task_id]

@@ -30,6 +30,8 @@ from farm.sim.world import widgets as w
 from farm.sim.world.activity import TaskStack
 from farm.sim.world.apps import REGISTRY, SYSTEM_PACKAGES
 from farm.sim.world.apps.base import Activity, App
+from farm.sim.world.apps.dialer import PKG as DIALER_PKG
+from farm.sim.world.apps.dialer import Dialer
 from farm.sim.world.apps.launcher import ACTIVITY as HOME_ACTIVITY
 from farm.sim.world.apps.launcher import PKG as HOME_PKG
 from farm.sim.world.apps.userapp import make_user_app
@@ -254,7 +256,11 @@ class World:
             return
         if not self.screen_on:
             return
-        if keycode == 3:  # HOME
+        if keycode == 6:  # ENDCALL
+            dialer = self._apps.get(DIALER_PKG)
+            if isinstance(dialer, Dialer):
+                dialer.end_call()
+        elif keycode == 3:  # HOME
             self._ime = False
             self.go_home()
         elif keycode == 4:  # BACK
@@ -547,6 +553,11 @@ class World:
             self.stack.new_task(pkg, act)
         self._after_switch()
         return StartResult("ok", component, pkg, resolved)
+
+    def call_state(self) -> tuple[int, str]:
+        """(TelephonyManager call state, incoming number): idle without a Phone app."""
+        dialer = self._apps.get(DIALER_PKG)
+        return dialer.line_state() if isinstance(dialer, Dialer) else (0, "")
 
     def input_method_state(self) -> tuple[bool, str, str]:
         """(keyboard shown, focused field's hint, its package) for ``dumpsys input_method``."""

@@ -573,9 +573,9 @@ def thermal(phone: Phone, args: list[str]) -> tuple[str, int]:
 
 
 def telephony_registry(phone: Phone, args: list[str]) -> tuple[str, int]:
-    """Call and service state of the one SIM slot: in service on a test network and idle
-    (sim phones place no calls yet), as android_world's call-state check parses it."""
-    call_state, number = 0, ""
+    """Call and service state of the one SIM slot (in service on a test network; off-hook
+    while the Phone app's call lasts), as android_world's call-state check parses it."""
+    call_state, number = phone.world.call_state()
     lines = [
         "last known state:",
         "  Phone Id=0",
