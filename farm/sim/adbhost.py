@@ -74,6 +74,7 @@ class PrivateAdbServer:
 
     def __init__(self, adb_path: str | None = None, port: int | None = None) -> None:
         self.adb_path = adb_path or find_adb()
+        self._own_port = port is None  # ours to change if someone else takes it first
         self.port = port or free_port()
         self.home = tempfile.mkdtemp(prefix="distrl-adb-")
         env = dict(os.environ)
@@ -98,6 +99,16 @@ class PrivateAdbServer:
 
     def start(self) -> None:
         proc = self.run("start-server", timeout=30, text=True)
+        for _ in range(3):
+            # a free port can be taken by another process before adb binds it: then the
+            # client finds a stranger there ("protocol fault") or the bind fails
+            taken = ("protocol fault" in proc.stderr or "cannot bind" in proc.stderr
+                     or "Address already in use" in proc.stderr)
+            if proc.returncode == 0 or not (taken and self._own_port):
+                break
+            self.port = free_port()
+            self.env["ANDROID_ADB_SERVER_PORT"] = str(self.port)
+            proc = self.run("start-server", timeout=30, text=True)
         if proc.returncode != 0:
             raise RuntimeError(
                 f"adb start-server failed on port {self.port}: {proc.stderr.strip()}"

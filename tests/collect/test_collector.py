@@ -194,8 +194,9 @@ async def test_killed_phone_aborts_its_episode_only(sim_background: BackgroundFa
     aborted = [(t, m) for t, m in sink.items
                if m.serial == serial and m.abort_reason and m.abort_reason != "stopped"]
     assert aborted and all(t.status is EpisodeStatus.ABORTED for t, _ in aborted)
-    assert all(m.serial == serial for _, m in sink.items
-               if m.abort_reason and m.abort_reason != "stopped")
+    others_aborted = [(m.serial, m.abort_reason) for _, m in sink.items
+                      if m.serial != serial and m.abort_reason and m.abort_reason != "stopped"]
+    assert not others_aborted, others_aborted
     assert len({m.episode_id for _, m in sink.items}) == len(sink) == stats.episodes
     assert_all_released(registry)
 

@@ -159,7 +159,7 @@ def test_dry_run_with_a_task_skips_its_setup(phone: tuple[Any, str, Any],
                  "--dry-run", "--max-steps", "3", "--out", str(tmp_path / "d"),
                  "--broker", f"mqtt://127.0.0.1:{free_port()}")
     assert "DRY RUN" in res.output and "Traceback" not in res.output
-    assert "warning: cannot reach the broker" in res.output and "not shown live" in res.output
+    assert "warning: cannot reach the MQTT broker" in res.output and "not shown live" in res.output
     assert "3 step(s), 0 executed" in res.output
     assert state(dev) == before
 

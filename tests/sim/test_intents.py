@@ -99,8 +99,8 @@ async def test_home_intent_goes_home(phone: SimPhone) -> None:
 @pytest.mark.parametrize(("args", "shown"), [
     (f"-a {VIEW} -d market://details?id=com.nope",
      f"act={VIEW} dat=market://details?id=com.nope"),
-    ("-a android.intent.action.DIAL -d tel:+1-555-0100",
-     "act=android.intent.action.DIAL dat=tel:xx-xxx-xxxx"),
+    ("-a android.intent.action.SENDTO -d smsto:+1-555-0100",  # no messaging app
+     "act=android.intent.action.SENDTO dat=smsto:xx-xxx-xxxx"),
     ("-a android.settings.NOPE_SETTINGS", "act=android.settings.NOPE_SETTINGS"),
 ])
 async def test_nothing_resolves_real_error_text(phone: SimPhone, args: str, shown: str) -> None:
