@@ -87,10 +87,13 @@ def legacy_featurize(encoded: Sequence[Mapping[str, Any]], buckets: int,
             if want:
                 hit = len(want & u._content(str(text))) / len(want)
                 row[o + 4], row[o + 5] = hit, float(hit > 0)
+    # (candidates' context tokens came later: empty bags here)
     return u._Batch(torch.tensor(instr_ids, dtype=torch.long),
                     torch.tensor(instr_off, dtype=torch.long), glob,
                     torch.tensor(cand_ids, dtype=torch.long),
-                    torch.tensor(cand_off, dtype=torch.long), dense, mask, counts)
+                    torch.tensor(cand_off, dtype=torch.long), dense, mask,
+                    torch.zeros(0, dtype=torch.long), torch.zeros(bsz * n, dtype=torch.long),
+                    counts)
 
 
 class LegacyUITreePolicy(UITreePolicy):

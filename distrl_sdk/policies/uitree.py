@@ -70,10 +70,16 @@ _HISTORY = 2  # earlier actions the model sees
 _F_CLICK, _F_CHECKABLE, _F_CHECKED, _F_SCROLL, _F_SELECTED = 1, 2, 4, 8, 16
 _F_LAST_TAPPED = 32  # the previous action tapped inside this element (don't toggle twice)
 _F_FOCUSED = 64  # a focused text field: typing goes here
-_FLAG_BITS = 7
-_DENSE = len(KINDS) + _FLAG_BITS + 4 + 2  # kind, flags, bounds, overlap (fraction, any)
-_GLOBAL = 1 + _HISTORY * len(HIST_KINDS)
-_ENC_VERSION = 3  # 3: enter, answer and instruction-span type candidates; focused flag
+_F_ON_SCREEN = 128  # a text candidate (type, answer) already shows on screen: typed before
+_FLAG_BITS = 8
+# kind, flags, bounds, overlap (fraction, any), where a typed span (or the words a tap's
+# element names) sits in the instruction (first word ÷ the instruction's words, words ÷ 4)
+_DENSE = len(KINDS) + _FLAG_BITS + 4 + 2 + 2
+_GLOBAL = 1 + _HISTORY * len(HIST_KINDS) + 1  # step, history, instruction words on screen
+# 3: enter, answer and instruction-span type candidates; focused flag. 4: a candidate's
+# context tokens (its neighbours in the instruction or on screen, its shape, the focused
+# field), the on-screen flag, span positions, instruction words on screen
+_ENC_VERSION = 4
 # Words that never start or end a typed span of the instruction (its verbs and glue: a
 # person types "Liam Rossi", not "named Liam").
 _SPAN_STOP = _STOP | frozenset((
@@ -110,9 +116,16 @@ class UITreeConfig:
     answers: bool = True
     max_answers: int = 12
     # the overlap input feature (fraction of the instruction's words a candidate names,
-    # and whether it names any): False zeroes it — with ``overlap_prior = 0`` that is a
+    # and whether it names any; how much of the instruction the screen shows; a typed
+    # span already on screen): False zeroes it — with ``overlap_prior = 0`` that is a
     # policy with no hand-made reading help at all ("from scratch")
     overlap_feature: bool = True
+    # context of text candidates, pooled apart from their own words (which, for held-out
+    # names and numbers, are words the model never saw): for a typed span its neighbours
+    # in the instruction, its shape ("Aa", "9") and the focused field's label; for an
+    # answer the texts beside it on screen and its shape. False leaves the context empty
+    # (the ablation; the network is the same size)
+    candidate_context: bool = True
     # initial logit bonus per unit of instruction-word overlap (a trainable scalar). 0 = a
     # uniform start; > 0 = a reading prior, like a pretrained model's: a candidate naming
     # all the instruction's words is e^prior times likelier than one naming none. It does
@@ -260,13 +273,20 @@ def _text_focused(elements: Sequence[UIElement]) -> bool:
     return any(e.focused and "EditText" in e.class_name for e in elements)
 
 
-def instruction_spans(instruction: str) -> list[str]:
-    """What a person might type from the instruction: quoted phrases, then every run of
-    1–4 words (``9:13`` split at the colon) that neither starts nor ends with glue."""
-    out = list(_QUOTED.findall(instruction))
+def _span_sites(instruction: str) -> list[tuple[str, list[str], list[str], float, float]]:
+    """Each span a person might type (:func:`instruction_spans`) with where it sits: the
+    two words before and after it (lower case), its first word's position ÷ the
+    instruction's words, and its words ÷ 4."""
+    out: dict[str, tuple[str, list[str], list[str], float, float]] = {}
+    n_all = max(1, len(_words(instruction)))
+    for m in _QUOTED.finditer(instruction):
+        before, after = _words(instruction[:m.start()]), _words(instruction[m.end():])
+        out.setdefault(m.group(1), (m.group(1), before[-2:], after[:2], len(before) / n_all,
+                                    min(len(_words(m.group(1))), 4) / 4))
     body = _QUOTED.sub(" ", instruction)
     toks = [t.strip(_SPAN_TRIM) for t in _SPAN_TOKEN.findall(body)]
     toks = [t[:-2] if t.lower().endswith(("'s", "\u2019s")) else t for t in toks]
+    low = [t.lower() for t in toks]
     ok = [bool(t) and t.lower() not in _SPAN_STOP for t in toks]
     for i in range(len(toks)):
         if not ok[i]:
@@ -275,49 +295,142 @@ def instruction_spans(instruction: str) -> list[str]:
             if not toks[j]:
                 break
             if ok[j]:
-                out.append(" ".join(toks[i:j + 1]))
-    return list(dict.fromkeys(out))
+                span = " ".join(toks[i:j + 1])
+                out.setdefault(span, (span, [w for w in low[max(0, i - 2):i] if w],
+                                      [w for w in low[j + 1:j + 3] if w], i / len(toks),
+                                      (j - i + 1) / 4))
+    return list(out.values())
 
 
-def _screen_texts(elements: Sequence[UIElement]) -> list[str]:
-    """Texts shown on screen that could answer a question (not buttons, not the bars)."""
+def instruction_spans(instruction: str) -> list[str]:
+    """What a person might type from the instruction: quoted phrases, then every run of
+    1–4 words (``9:13`` split at the colon) that neither starts nor ends with glue."""
+    return [site[0] for site in _span_sites(instruction)]
+
+
+def _shape(text: str) -> str:
+    """A word-shape token: digits → 9, capitals → A, other letters → a, repeats folded
+    ("Hannah" → "Aa", "$90.00" → "$9.9", "Pick up kids" → "Aa_a_a"): what a held-out
+    name or number has in common with the training ones."""
     out: list[str] = []
+    for ch in text[:40]:
+        c = "9" if ch.isdigit() else "A" if ch.isupper() else "a" if ch.isalpha() \
+            else "_" if ch.isspace() else ch
+        if not out or out[-1] != c:
+            out.append(c)
+    return "".join(out)
+
+
+def _context(before: Sequence[str], after: Sequence[str], text: str,
+             extra: Sequence[str] = ()) -> str:
+    """A candidate's context tokens, space-separated: neighbours by side and distance
+    (``p1:`` the nearest word before, ``n1:`` the nearest after …), its shape, extras."""
+    toks = [f"p{k + 1}:{w}" for k, w in enumerate(reversed(before))]
+    toks += [f"n{k + 1}:{w}" for k, w in enumerate(after)]
+    shapes = dict.fromkeys(f"ws:{_shape(w)}" for w in text.split()[:12])
+    return " ".join([*toks, f"sh:{_shape(text)}", *shapes, *extra])
+
+
+def _text_elements(elements: Sequence[UIElement]) -> list[UIElement]:
+    """Texts shown on screen, in document order (not the bars)."""
+    return [e for e in elements
+            if e.text and e.bounds.width > 0 and e.bounds.height > 0
+            and not e.resource_id.startswith("com.android.systemui:")]
+
+
+def _answer_candidates(elements: Sequence[UIElement], size: tuple[int, int], cap: int,
+                       context: bool) -> list[list[Any]]:
+    """Texts that could answer a question (not buttons, not fields), each with its bounds
+    and, as context, the texts shown just before and after it (a row's label)."""
+    w, h = max(1, size[0]), max(1, size[1])
+    shown = _text_elements(elements)
+    out: list[list[Any]] = []
+    seen: set[str] = set()
+    for k, e in enumerate(shown):
+        if len(out) >= cap:
+            break
+        text = e.text[:240]  # whole sentences: the value may come late
+        if e.clickable or "EditText" in e.class_name or text in seen:
+            continue
+        seen.add(text)
+        b = e.bounds
+        box = [round(min(max(v, 0.0), 1.0), 4)
+               for v in (b.left / w, b.top / h, b.right / w, b.bottom / h)]
+        ctx = _context(_words(shown[k - 1].text)[-3:] if k else [],
+                       _words(shown[k + 1].text)[:3] if k + 1 < len(shown) else [],
+                       text) if context else ""
+        out.append(["answer", text, "", "", 0, *box, ctx])
+    return out
+
+
+def _focused_field(elements: Sequence[UIElement]) -> list[str]:
+    """Context tokens of the focused text field: its text (the hint while empty) and its
+    id's words — what it asks for."""
     for e in elements:
-        if e.text and not e.clickable and e.bounds.width > 0 and e.bounds.height > 0 \
-                and not e.resource_id.startswith("com.android.systemui:") \
-                and "EditText" not in e.class_name:
-            out.append(e.text[:240])  # whole sentences: the value may come late
-    return list(dict.fromkeys(out))
+        if e.focused and "EditText" in e.class_name:
+            return ([f"f:{w}" for w in _words(e.text)[:4]]
+                    + [f"fi:{w}" for w in _words(_rid_text(e.resource_id))[:4]])
+    return []
+
+
+def _shows(elements: Sequence[UIElement], text: str) -> bool:
+    """``text`` is on screen: some element says exactly it, or a field holds it."""
+    t = text.casefold()
+    return any(e.text.casefold() == t or ("EditText" in e.class_name and t in
+                                          e.text.casefold()) for e in elements if e.text)
+
+
+def _screen_overlap(instruction: str, elements: Sequence[UIElement]) -> float:
+    """How much of the instruction's content words the screen shows (a done task often
+    shows what it asked for)."""
+    want = _content(instruction)
+    if not want:
+        return 0.0
+    shown: set[str] = set()
+    for e in _text_elements(elements):
+        shown.update(_words(e.text))
+    return round(len(want & shown) / len(want), 3)
 
 
 def encode_observation(obs: Observation, config: UITreeConfig) -> dict[str, Any]:
-    """The compact JSON of what the policy sees: instruction, step, history, candidates.
+    """The compact JSON of what the policy sees: instruction, step, history, how much of
+    the instruction the screen shows (``so``), candidates.
 
     A candidate is ``[kind, text, resource-id name, class, flags, l, t, r, b]`` with
-    bounds normalised to the screen (zeros for non-element actions); flags are bits:
-    clickable, checkable, checked (a row's switch counts), scrollable, selected,
-    "the previous action tapped here" and focused (a text field)."""
+    bounds normalised to the screen (zeros for actions without an element); flags are
+    bits: clickable, checkable, checked (a row's switch counts), scrollable, selected,
+    "the previous action tapped here", focused (a text field) and "already on screen" (a
+    typed span). Text candidates (type, answer) add ``ctx`` (context tokens, see
+    ``UITreeConfig.candidate_context``), and typed spans their position in the
+    instruction and length: ``[…, ctx, position, words ÷ 4]``."""
     fixed: list[list[Any]] = [["open_app", app, "", "", 0, 0, 0, 0, 0] for app in config.apps]
     fixed += [[k, "", "", "", 0, 0, 0, 0, 0] for k in ("scroll_down", "scroll_up", "back",
                                                         "home")]
+    ctx_on = config.candidate_context
+    sites = _span_sites(obs.instruction)
     quoted = list(dict.fromkeys(_QUOTED.findall(obs.instruction)))[:2]
-    if config.type_quoted:
-        fixed += [["type", q, "", "", 0, 0, 0, 0, 0] for q in quoted]
-    if config.type_spans and _text_focused(obs.elements):
+    focused = _text_focused(obs.elements)
+    field = _focused_field(obs.elements) if ctx_on else []
+    typed = [site for site in sites if site[0] in quoted] if config.type_quoted else []
+    if config.type_spans and focused:
         fixed.append(["enter", "", "", "", 0, 0, 0, 0, 0])
-        spans = [t for t in instruction_spans(obs.instruction)
-                 if not (config.type_quoted and t in quoted)]
-        fixed += [["type", t, "", "", 0, 0, 0, 0, 0] for t in spans[:config.max_spans]]
+        typed += [site for site in sites
+                  if not (config.type_quoted and site[0] in quoted)][:config.max_spans]
+    for text, before, after, pos, words in typed:
+        flags = _F_ON_SCREEN if ctx_on and _shows(obs.elements, text) else 0
+        fixed.append(["type", text, "", "", flags, 0, 0, 0, 0,
+                      _context(before, after, text, field) if ctx_on else "",
+                      round(pos, 3) if ctx_on else 0, words if ctx_on else 0])
     fixed.append(["complete", "", "", "", 0, 0, 0, 0, 0])
     if config.answers and _QUESTION.search(obs.instruction):
-        fixed += [["answer", t, "", "", 0, 0, 0, 0, 0]
-                  for t in _screen_texts(obs.elements)[:config.max_answers]]
+        fixed += _answer_candidates(obs.elements, obs.screen_size, config.max_answers, ctx_on)
     last = obs.history[-1] if obs.history else None
     last_tap = (float(last.x), float(last.y)) if isinstance(last, Tap) else None
     taps = _element_candidates(obs.elements, obs.screen_size,
                                max(0, config.max_elements - len(fixed)), last_tap)
     hist = [_history_kind(a) for a in obs.history[-_HISTORY:]]
     return {"v": _ENC_VERSION, "i": obs.instruction, "s": int(obs.step), "h": hist,
+            "so": _screen_overlap(obs.instruction, obs.elements) if ctx_on else 0.0,
             "c": taps + fixed}
 
 
@@ -401,7 +514,9 @@ class StepArrays:
     glob: Any  # float32 [_GLOBAL] step and history one-hots
     cand_ids: Any  # [Lc] hashed ids of every candidate, concatenated in order (as instr_ids)
     cand_len: Any  # int32 [C] how many of cand_ids each candidate owns
-    dense: Any  # float32 [C, _DENSE] kind one-hot, flag bits, bounds, overlap
+    dense: Any  # float32 [C, _DENSE] kind one-hot, flag bits, bounds, overlap, span site
+    ctx_ids: Any  # [Lx] hashed context tokens of every candidate, concatenated (as cand_ids)
+    ctx_len: Any  # int32 [C] how many of ctx_ids each candidate owns
 
     @property
     def count(self) -> int:
@@ -410,7 +525,8 @@ class StepArrays:
     @property
     def nbytes(self) -> int:
         return int(sum(a.nbytes for a in (self.instr_ids, self.glob, self.cand_ids,
-                                          self.cand_len, self.dense)))
+                                          self.cand_len, self.dense, self.ctx_ids,
+                                          self.ctx_len)))
 
 
 def step_arrays(enc: Mapping[str, Any], buckets: int, overlap: bool = True) -> StepArrays:
@@ -419,6 +535,7 @@ def step_arrays(enc: Mapping[str, Any], buckets: int, overlap: bool = True) -> S
 
     instr = str(enc["i"])
     want = _content(instr) if overlap else frozenset()
+    instr_words = _words(instr)
     glob = np.zeros(_GLOBAL, dtype=np.float32)
     glob[0] = min(float(enc.get("s", 0)), 20.0) / 10.0
     hist = list(enc.get("h", []))[-_HISTORY:]
@@ -426,15 +543,25 @@ def step_arrays(enc: Mapping[str, Any], buckets: int, overlap: bool = True) -> S
     for j, hk in enumerate(hist):
         k = HIST_KINDS.index(hk) if hk in HIST_KINDS else HIST_KINDS.index("other")
         glob[1 + j * len(HIST_KINDS) + k] = 1.0
+    # the instruction compared with the screen is the overlap input's kind of help: off
+    # with it (so, and the on-screen flag below)
+    glob[-1] = float(enc.get("so", 0.0)) if overlap else 0.0
     cands = enc["c"]
     dense = np.zeros((len(cands), _DENSE), dtype=np.float32)
     ids: list[int] = []
     lens = np.zeros(len(cands), dtype=np.int32)
+    ctx_ids: list[int] = []
+    ctx_lens = np.zeros(len(cands), dtype=np.int32)
     o = len(KINDS) + _FLAG_BITS
     for j, cand in enumerate(cands):
         kind, text, rid, cls, flags = cand[:5]
         before = len(ids)
-        ids.extend(_hashed(str(text), "", buckets))
+        has_ctx = len(cand) > 9 and bool(cand[9])
+        if not (has_ctx and kind in ("type", "answer")):
+            # a typed span or an answer is read by its context and shape only: its own
+            # words are the task's parameters (held-out names, numbers), which no
+            # training instance taught — their hashed vectors would be noise
+            ids.extend(_hashed(str(text), "", buckets))
         if rid:
             ids.extend(_hashed(_rid_text(str(rid)), "r", buckets))
         if cls:
@@ -442,14 +569,34 @@ def step_arrays(enc: Mapping[str, Any], buckets: int, overlap: bool = True) -> S
         lens[j] = len(ids) - before
         row = dense[j]
         row[KINDS.index(kind)] = 1.0
-        row[len(KINDS):o] = [(int(flags) >> bit) & 1 for bit in range(_FLAG_BITS)]
+        bits = int(flags) if overlap else int(flags) & ~_F_ON_SCREEN
+        row[len(KINDS):o] = [(bits >> bit) & 1 for bit in range(_FLAG_BITS)]
         row[o:o + 4] = [float(v) for v in cand[5:9]]
         if want:
-            hit = len(want & _content(str(text))) / len(want)
+            named = want & _content(str(text))
+            hit = len(named) / len(want)
             row[o + 4], row[o + 5] = hit, float(hit > 0)
+            if named and kind == "tap":
+                # where in the instruction the element's words stand, as a typed span's
+                # place: "10" or "20" on a clock dial for "Set an alarm for 10:20 PM"
+                at = [i for i, w in enumerate(instr_words) if w in named]
+                row[o + 6], row[o + 7] = at[0] / len(instr_words), min(len(at), 4) / 4
+        if len(cand) > 9 and cand[9]:
+            toks = _context_ids(str(cand[9]), buckets)
+            ctx_ids.extend(toks)
+            ctx_lens[j] = len(toks)
+        if len(cand) > 11:
+            row[o + 6], row[o + 7] = float(cand[10]), float(cand[11])
     id_type = np.uint16 if buckets <= 1 << 16 else np.int32  # exact either way, half the bytes
     return StepArrays(np.asarray(_hashed(instr, "", buckets), dtype=id_type), glob,
-                      np.asarray(ids, dtype=id_type), lens, dense)
+                      np.asarray(ids, dtype=id_type), lens, dense,
+                      np.asarray(ctx_ids, dtype=id_type), ctx_lens)
+
+
+@functools.lru_cache(maxsize=65536)
+def _context_ids(context: str, buckets: int) -> tuple[int, ...]:
+    """Bucket ids of context tokens (each whole, prefixed so none collides with a word)."""
+    return tuple(zlib.crc32(f"x{t}".encode()) % buckets for t in context.split())
 
 
 @dataclass
@@ -461,6 +608,8 @@ class _Batch:
     cand_off: torch.Tensor  # [B * N] offsets (padding candidates: empty bags)
     dense: torch.Tensor  # [B, N, _DENSE]
     mask: torch.Tensor  # [B, N] True for real candidates
+    ctx_ids: torch.Tensor  # flat context token ids (row-major over B × N, as cand_ids)
+    ctx_off: torch.Tensor  # [B * N] offsets (candidates without context: empty bags)
     counts: list[int] = field(default_factory=list)
 
 
@@ -477,22 +626,30 @@ def collate(rows: Sequence[StepArrays]) -> _Batch:
     instr_off = np.zeros(bsz, dtype=np.int64)
     np.cumsum(instr_len[:-1], out=instr_off[1:])
     lens = np.zeros((bsz, n), dtype=np.int64)
+    ctx_lens = np.zeros((bsz, n), dtype=np.int64)
     dense = np.zeros((bsz, n, _DENSE), dtype=np.float32)
     for b, r in enumerate(rows):
         lens[b, :r.count] = r.cand_len
+        ctx_lens[b, :r.count] = r.ctx_len
         dense[b, :r.count] = r.dense
-    flat = lens.reshape(-1)
-    cand_off = np.zeros(flat.shape[0], dtype=np.int64)
-    np.cumsum(flat[:-1], out=cand_off[1:])
     empty = np.zeros(0, dtype=np.int32)
+
+    def flat_bags(per_row: list[Any], sizes: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        flat = sizes.reshape(-1)
+        off = np.zeros(flat.shape[0], dtype=np.int64)
+        np.cumsum(flat[:-1], out=off[1:])
+        ids = np.concatenate(per_row) if per_row else empty
+        return torch.from_numpy(ids.astype(np.int64)), torch.from_numpy(off)
+
     instr_ids = np.concatenate([r.instr_ids for r in rows]) if rows else empty
-    cand_ids = np.concatenate([r.cand_ids for r in rows]) if rows else empty
+    cand_ids, cand_off = flat_bags([r.cand_ids for r in rows], lens)
+    ctx_ids, ctx_off = flat_bags([r.ctx_ids for r in rows], ctx_lens)
     mask = np.arange(n)[None, :] < np.asarray(counts, dtype=np.int64).reshape(-1, 1)
     return _Batch(torch.from_numpy(instr_ids.astype(np.int64)), torch.from_numpy(instr_off),
                   torch.from_numpy(np.stack([r.glob for r in rows]) if rows
                                    else np.zeros((0, _GLOBAL), dtype=np.float32)),
-                  torch.from_numpy(cand_ids.astype(np.int64)), torch.from_numpy(cand_off),
-                  torch.from_numpy(dense), torch.from_numpy(mask), counts)
+                  cand_ids, cand_off, torch.from_numpy(dense), torch.from_numpy(mask),
+                  ctx_ids, ctx_off, counts)
 
 
 def _featurize(encoded: Sequence[Mapping[str, Any]], buckets: int,
@@ -510,7 +667,9 @@ def _build_model(cfg: UITreeConfig) -> torch.nn.Module:
             e, h = cfg.embed_dim, cfg.hidden
             self.embed = nn.EmbeddingBag(cfg.buckets, e, mode="mean")
             self.instr = nn.Sequential(nn.Linear(e + _GLOBAL, h), nn.ReLU(), nn.Linear(h, h))
-            self.cand = nn.Sequential(nn.Linear(e + _DENSE, h), nn.ReLU(), nn.Linear(h, h))
+            # a candidate: its own words, its context tokens (pooled apart), dense features
+            self.cand = nn.Sequential(nn.Linear(2 * e + _DENSE, h), nn.ReLU(),
+                                      nn.Linear(h, h))
             self.attn = nn.Linear(h, h, bias=False)
             self.score_hidden = nn.Linear(4 * h + 2, h)
             self.score_out = nn.Linear(h, 1)
@@ -527,7 +686,8 @@ def _build_model(cfg: UITreeConfig) -> torch.nn.Module:
             if instruction_only:
                 return q.new_zeros(bsz, 0), torch.cat([q, torch.zeros_like(q)], -1)
             ce = self.embed(x.cand_ids, x.cand_off).view(bsz, n, -1)
-            c = self.cand(torch.cat([ce, x.dense], -1))  # [B, N, h]
+            xe = self.embed(x.ctx_ids, x.ctx_off).view(bsz, n, -1)
+            c = self.cand(torch.cat([ce, xe, x.dense], -1))  # [B, N, h]
             a = (c @ self.attn(q).unsqueeze(-1)).squeeze(-1) / c.shape[-1] ** 0.5
             a = torch.softmax(a.masked_fill(~x.mask, float("-inf")), -1)
             ctx = (a.unsqueeze(-1) * c).sum(1)  # [B, h]: what the screen offers

@@ -75,7 +75,7 @@ def test_candidates_cover_the_action_space(elements: list) -> None:  # type: ign
     assert kinds.count("open_app") == len(SIM_APPS)
     assert {"scroll_down", "scroll_up", "back", "home", "complete"} <= set(kinds)
     assert next(c[:2] for c in enc["c"] if c[0] == "type") == ["type", "red shoes"]
-    assert set(enc) == {"v", "i", "s", "h", "c"}
+    assert set(enc) == {"v", "i", "s", "h", "so", "c"}
     again = encode_observation(obs(elements, "x", 1, [Tap(0.5, 0.35)]), policy.config)
     assert [bool(c[4] & 32) for c in again["c"] if c[0] == "tap"] == [False, True]
     assert again["h"] == ["tap"]

@@ -120,9 +120,9 @@ def test_decide_and_evaluate_agree_on_the_new_candidates() -> None:
     for d, v in zip(ds, lp, strict=True):
         assert math.isclose(d.log_prob or 0.0, v, abs_tol=1e-5)
     assert {d.choice["kind"] for d in ds if d.choice} & {"type", "answer", "enter"}
-    old = StepRecord(obs={**(ds[0].obs or {}), "v": 2}, choice={"index": 0}, log_mu=0.0,
+    old = StepRecord(obs={**(ds[0].obs or {}), "v": 3}, choice={"index": 0}, log_mu=0.0,
                      reward=0.0, policy_version=0)
-    with pytest.raises(ValueError, match="version 3"):
+    with pytest.raises(ValueError, match="version 4"):
         policy.evaluate([old])
 
 

@@ -4,6 +4,7 @@ collated into the same batch as a fresh featurisation, and decide/evaluate still
 from __future__ import annotations
 
 import random
+import zlib
 from typing import Any
 
 import pytest
@@ -140,9 +141,11 @@ def test_the_cache_never_changes_what_a_step_is() -> None:
 
 
 def test_collated_bags_hold_each_candidates_own_words() -> None:
-    """Against the JSON directly: every candidate's bag embeds exactly its text,
-    resource-id and class tokens, its dense row names its kind and bounds, and padding
-    candidates are empty bags and masked out."""
+    """Against the JSON directly: every candidate's bag embeds exactly its text (not for
+    a typed span or an answer with context: those are read by their context bag),
+    resource-id and class tokens, its context bag exactly its context tokens, its dense
+    row names its kind and bounds, and padding candidates are empty bags and masked
+    out."""
     policy = UITreePolicy.from_config(SMALL)
     steps = _steps(policy, n=4, seed=5)
     batch = uitree.collate([policy._arrays(s) for s in steps])
@@ -150,6 +153,7 @@ def test_collated_bags_hold_each_candidates_own_words() -> None:
     embed: Any = policy.model.embed
     with torch.no_grad():
         bags = embed(batch.cand_ids, batch.cand_off).view(bsz, n, -1)
+        ctx_bags = embed(batch.ctx_ids, batch.ctx_off).view(bsz, n, -1)
         instr = embed(batch.instr_ids, batch.instr_off)
     buckets = policy.config.buckets
     for b, s in enumerate(steps):
@@ -157,8 +161,16 @@ def test_collated_bags_hold_each_candidates_own_words() -> None:
         assert torch.allclose(instr[b], embed.weight[want_i].mean(0), atol=1e-6)
         cands = s.obs["c"]
         assert batch.mask[b].sum() == len(cands) and not batch.mask[b, len(cands):].any()
-        for j, (kind, text, rid, cls, *_rest) in enumerate(cands):
-            ids = list(uitree._hashed(str(text), "", buckets))
+        zero = torch.zeros(embed.weight.shape[1])
+        with_ctx = 0
+        for j, (kind, text, rid, cls, *rest) in enumerate(cands):
+            ctx = str(rest[5]) if len(rest) > 5 else ""
+            ctx_ids = [zlib.crc32(f"x{t}".encode()) % buckets for t in ctx.split()]
+            want_ctx = embed.weight[torch.tensor(ctx_ids)].mean(0) if ctx_ids else zero
+            assert torch.allclose(ctx_bags[b, j], want_ctx, atol=1e-6), (b, j, ctx)
+            with_ctx += bool(ctx)
+            own = not (ctx and kind in ("type", "answer"))
+            ids = list(uitree._hashed(str(text), "", buckets)) if own else []
             if rid:
                 ids += uitree._hashed(uitree._rid_text(str(rid)), "r", buckets)
             if cls:
@@ -171,3 +183,5 @@ def test_collated_bags_hold_each_candidates_own_words() -> None:
             o = len(uitree.KINDS) + uitree._FLAG_BITS
             assert row[o:o + 4].tolist() == pytest.approx([float(v) for v in cands[j][5:9]])
         assert torch.equal(bags[b, len(cands):], torch.zeros_like(bags[b, len(cands):]))
+        assert not s.obs["c"] or with_ctx or not any(c[0] in ("type", "answer")
+                                                      for c in s.obs["c"])
