@@ -90,6 +90,12 @@ def load_learner_config(path: Path | None, overrides: dict[str, Any]) -> Any:
               default=None, help="Start a fresh run from this policy checkpoint (e.g. "
                                  "`distrl sft --out`); a run dir with checkpoints resumes "
                                  "instead.")
+@click.option("--demos", "demos", type=click.Path(file_okay=False, path_type=Path),
+              multiple=True, help="Demonstration dataset (`distrl demos record`; repeatable) "
+                                  "kept in play as the demonstration anchor: each actor "
+                                  "update also clones its train split's actions.")
+@click.option("--demo-coef", type=click.FloatRange(0), default=None,
+              help="Weight of the demonstration anchor [default: 0.5 with --demos].")
 @click.option("--duration", type=click.FloatRange(0, min_open=True), default=None,
               help="Stop after this many seconds (default: until Ctrl-C).")
 @click.option("--progress-every", type=click.FloatRange(0.1), default=5.0, show_default=True,
@@ -99,7 +105,7 @@ def load_learner_config(path: Path | None, overrides: dict[str, Any]) -> Any:
 def learner(config_path: Path | None, broker_url: str | None, password_file: Path | None,
             run_dir: Path | None,
             algo: str | None, policy_kind: str | None, init_policy: Path | None,
-            duration: float | None,
+            demos: tuple[Path, ...], demo_coef: float | None, duration: float | None,
             progress_every: float, as_json: bool, verbose: bool) -> None:
     """Learn from the farms' trajectories (dedupe, replay, A-RIDE updates), publish
     policy versions, checkpoint and resume. Ctrl-C stops cleanly (final checkpoint)."""
@@ -111,7 +117,9 @@ def learner(config_path: Path | None, broker_url: str | None, password_file: Pat
         cfg = load_learner_config(config_path, {
             "broker_url": broker_url, "run_dir": run_dir, "algorithm": algo,
             "policy_kind": policy_kind, "metrics_every_s": progress_every,
-            "init_policy": init_policy})
+            "init_policy": init_policy, "demos": list(demos) or None})
+        if demo_coef is not None:
+            cfg.algo_config = {**cfg.algo_config, "demo_coef": demo_coef}
         # --password-file replaces a password in the URL; $DISTRL_BROKER_PASSWORD fills one in
         cfg.broker_url = url_with_password(cfg.broker_url, broker_password(password_file),
                                            override=password_file is not None)
@@ -120,6 +128,10 @@ def learner(config_path: Path | None, broker_url: str | None, password_file: Pat
             from distrl_sdk.policies import load_policy
 
             load_policy(cfg.init_policy)  # a bad checkpoint: exit 2 before any broker work
+        for d in cfg.demos:
+            from distrl_sdk.learn.demos import read_manifest
+
+            read_manifest(d)  # not a dataset: exit 2 before any broker work
     except ValueError as exc:
         _fail(str(exc))
     except Exception as exc:

@@ -335,8 +335,9 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
             summary.wall_s = round(time.monotonic() - t0, 2)
             return summary
         summary.pretrain_s = round(time.monotonic() - t_pre, 2)
-        say(f"pretraining done in {summary.pretrain_s:.0f} s; online A-RIDE starts from it")
-        init = ["--init", str(sft)]
+        say(f"pretraining done in {summary.pretrain_s:.0f} s; online A-RIDE starts from it, "
+            "its demonstrations kept in play")
+        init = ["--init", str(sft), "--demos", str(run_dir / "demos")]
     (run_dir / "learner.toml").write_text(learner_toml())
     learner = _Child("learner", _distrl(
         "learner", "--config", str(run_dir / "learner.toml"), *connect_as("learner"),

@@ -82,6 +82,11 @@ class CheckpointError(RuntimeError):
     """A checkpoint could not be written (already logged and counted by the service)."""
 
 
+#: the demonstration anchor's weight when demonstrations are given without one (measured:
+#: bench/training_efficiency.py, docs/aride.md)
+DEMO_COEF = 0.5
+
+
 class LearnerConfig(BaseModel):
     """Everything ``distrl learner`` needs (TOML file, then CLI flags on top)."""
 
@@ -106,6 +111,13 @@ class LearnerConfig(BaseModel):
         None, description="Policy checkpoint (e.g. `distrl sft`'s) a fresh run starts from; "
                           "its kind and config replace policy_kind/policy_config. Ignored "
                           "when the run dir has a checkpoint to resume.")
+    demos: list[Path] = Field(
+        default_factory=list,
+        description="Demonstration datasets (`distrl demos record`) kept in play as the "
+                    "demonstration anchor: every actor update also lowers −log π of "
+                    "demonstrated actions of their train split, weighted by algo_config's "
+                    f"demo_coef ({DEMO_COEF} when demos are given and it is unset). They "
+                    "never enter replay; read again on resume.")
     farm_id: str = Field("+", description="Farm whose trajectories to learn from (+ = all).")
     client_id: str = Field("distrl-learner",
                            description="MQTT client id: keep it stable so the broker queues "
@@ -321,6 +333,8 @@ def default_trainer(policy: TrainablePolicy, config: LearnerConfig) -> Trainer:
     from distrl_sdk.errors import ConfigError
 
     algo = effective_algo_config(policy.kind, config.algorithm, config.algo_config)
+    if config.demos:
+        algo.setdefault("demo_coef", DEMO_COEF)
     try:
         if config.algorithm == "aride":
             from distrl_sdk.learn.aride import ARIDEConfig, ARIDETrainer
@@ -387,6 +401,7 @@ class LearnerService:
         self.policy_builder = policy_builder or _default_builder
         self.backoff = backoff
         self.trainer: Trainer | None = None
+        self.demo_steps = 0  # demonstration steps kept for the anchor (config.demos)
         self.stats = LearnerStats(window=config.success_window)
         self.received = 0  # valid, new training trajectories (learnable or not)
         # held-out evaluation episodes: scored per policy version, never handed to the
@@ -452,6 +467,29 @@ class LearnerService:
         self._stop.set()
 
     # -- restore ------------------------------------------------------------------------------
+    def _load_demos(self) -> int:
+        """Hand the train split of the configured demonstration datasets to the trainer
+        (the anchor); returns how many steps it keeps (0 without datasets)."""
+        if not self.config.demos:
+            return 0
+        from distrl_sdk.errors import ConfigError
+        from distrl_sdk.learn.demos import read_demos
+        from distrl_sdk.learn.sft import sft_examples
+
+        add = getattr(self.trainer, "add_demonstrations", None)
+        policy = getattr(self.trainer, "policy", None)
+        if add is None or policy is None:
+            raise ConfigError(f"the {self.config.algorithm} trainer keeps no demonstrations")
+        steps: list[StepRecord] = []
+        for d in self.config.demos:
+            got, _ = sft_examples(policy, read_demos(d, frames=policy.kind == "vlm",
+                                                     split="train"))
+            steps += got
+        kept = int(add(steps))
+        log.info("demonstration anchor: %d steps from %d dataset(s)", kept,
+                 len(self.config.demos))
+        return kept
+
     def _checkpoints(self) -> list[Path]:
         if not self.ckpt_dir.is_dir():
             return []
@@ -500,6 +538,7 @@ class LearnerService:
                 policy = self.policy_builder(self.config.policy_kind,
                                              self.config.policy_config)
             self.trainer = self.trainer_factory(policy, self.config)
+        self.demo_steps = self._load_demos()
         self.received = int(meta.get("received", 0))
         self.episodes = int(meta.get("episodes", 0))
         self.unlearnable.update(meta.get("unlearnable", {}))

@@ -9,7 +9,7 @@ import asyncio
 import dataclasses
 import json
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -125,12 +125,16 @@ async def test_learner_init_starts_from_the_sft_checkpoint(broker: Any, demos: P
     train_sft(policy, train, (), SFTConfig(epochs=3))
     ckpt = save_policy(policy, tmp_path / "sft")
     cfg = LearnerConfig.model_validate(dict(
-        broker_url=broker.url, run_dir=tmp_path / "run", init_policy=ckpt,
+        broker_url=broker.url, run_dir=tmp_path / "run", init_policy=ckpt, demos=[demos],
         algo_config={"min_episodes": 4, "batch_episodes": 4}, checkpoint_every_s=3600,
         client_id="learner-init", torch_threads=1))
     svc = LearnerService(cfg)
     task = asyncio.create_task(svc.run())
     try:
+        # --demos: the train split's steps are the anchor, at the default weight
+        await _until(lambda: svc.demo_steps > 0, 60)
+        assert svc.demo_steps == len(train)
+        assert svc.trainer.config.demo_coef == 0.5  # type: ignore[union-attr]
         async with LearnedPolicyProvider(broker.url) as provider:
             assert await provider.wait_ready(60) == 0
             agent = provider.agent
@@ -146,6 +150,15 @@ async def test_learner_init_starts_from_the_sft_checkpoint(broker: Any, demos: P
     r = CliRunner().invoke(cli, ["learner", "--init", str(tmp_path), "--broker", broker.url,
                                  "--run-dir", str(tmp_path / "r2"), "--duration", "1"])
     assert r.exit_code == 2 and "not a policy checkpoint" in r.output, r.output
+    r = CliRunner().invoke(cli, ["learner", "--demos", str(tmp_path), "--broker", broker.url,
+                                 "--run-dir", str(tmp_path / "r3"), "--duration", "1"])
+    assert r.exit_code == 2 and "not a demonstration dataset" in r.output, r.output
+
+
+async def _until(cond: Callable[[], bool], timeout: float) -> None:
+    async with asyncio.timeout(timeout):
+        while not cond():  # noqa: ASYNC110 - polls state the learner's task owns
+            await asyncio.sleep(0.05)
 
 
 def test_vlm_lora_sft_raises_heldout_likelihood(demos: Path, tmp_path: Path) -> None:
