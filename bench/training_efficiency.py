@@ -54,6 +54,7 @@ from typing import Any
 from _common import ROOT, phones_in_child
 
 from distrl_sdk.learn.api import Trainer
+from distrl_sdk.learn.aride import ARIDEConfig
 from distrl_sdk.policies import load_policy
 from distrl_sdk.policies.uitree import UITreePolicy
 from distrl_sdk.registry import TaskRegistry
@@ -63,6 +64,7 @@ from farm.device.lifecycle import DeviceState, LifecycleConfig
 from farm.device.registry import DeviceRegistry
 from farm.learner import LocalLearner, LocalLearnerConfig
 from farm.learner.local import EvalPoint
+from farm.learner.service import DEMO_COEF
 from farm.sim.adbhost import PrivateAdbServer, bundled_adb
 
 LIFECYCLE = LifecycleConfig(heartbeat_s=10, reaper_s=30, probe_timeout_s=10, boot_poll_s=0.2,
@@ -164,12 +166,13 @@ def prepare_sft(opts: argparse.Namespace, seed: int, out: Path, selection: list[
 def make_trainer(algo: str, policy: Any, opts: argparse.Namespace, seed: int) -> Trainer:
     horizon = {"horizon_seconds": opts.duration}
     if algo == "aride":
-        from distrl_sdk.learn.aride import ARIDEConfig, ARIDETrainer
+        from distrl_sdk.learn.aride import ARIDETrainer
 
         return ARIDETrainer(policy, ARIDEConfig(
             actor_lr=opts.actor_lr, critic_lr=opts.critic_lr, traj_critic_lr=opts.critic_lr,
             batch_episodes=opts.batch, min_episodes=opts.min_episodes,
-            entropy_coef=opts.entropy, demo_coef=opts.demo_coef, seed=seed, **horizon))
+            entropy_coef=opts.entropy, entropy_target=opts.entropy_target,
+            demo_coef=opts.demo_coef, seed=seed, **horizon))
     from distrl_sdk.learn.digirl import DigiRLConfig, DigiRLTrainer
 
     return DigiRLTrainer(policy, DigiRLConfig(
@@ -204,13 +207,23 @@ async def run_arm(arm: str, seed: int, sft: Path, reg: DeviceRegistry, tasks: li
     t0 = time.monotonic()
 
     async def progress() -> None:
+        seen = (0, 0)  # (finished, successes) at the previous line
         while True:
             await asyncio.sleep(opts.print_every)
             last = learner.eval_history[-1] if learner.eval_history else None
             held = "-" if last is None else f"{last.success_rate:.2f} (v{last.version})"
+            st = learner.stats
+            done, won = st.finished - seen[0], st.successes - seen[1]
+            seen = (st.finished, st.successes)
+            # the training episodes' own success since the last line (sampled, train
+            # split): its gap to held-out success is what does not generalise
+            train = f"{won / done:.2f}" if done else "-"
+            m = st.last_metrics
+            ent = f"  entropy {m['entropy']:.2f} β {m['entropy_coef']:.3f}" \
+                if "entropy" in m and "entropy_coef" in m else ""
             print(f"    {LABELS[arm]:<26} {time.monotonic() - t0:6.0f} s  "
-                  f"{learner.stats.finished:5d} episodes  {learner.stats.updates:5d} updates  "
-                  f"held-out {held}", flush=True)
+                  f"{st.finished:5d} episodes  {st.updates:5d} updates  "
+                  f"training {train}  held-out {held}{ent}", flush=True)
 
     watch = asyncio.create_task(progress())
     try:
@@ -415,9 +428,14 @@ def main() -> None:
     ap.add_argument("--actor-lr", type=float, default=3e-4)
     ap.add_argument("--critic-lr", type=float, default=1e-3)
     ap.add_argument("--entropy", type=float, default=0.01, help="β")
-    ap.add_argument("--demo-coef", type=float, default=0.0,
+    ap.add_argument("--entropy-target", type=lambda v: None if v == "none" else float(v),
+                    default=ARIDEConfig.entropy_target,
+                    help="H*, nats per step: β rises while the policy's entropy is below "
+                         "it ('none': a fixed β)")
+    ap.add_argument("--demo-coef", type=float, default=DEMO_COEF,
                     help="the SFT arms' demonstration anchor: weight of −log π of the "
-                         "demonstrated actions in every actor update (0 = off)")
+                         "demonstrated actions in every actor update (0 = off; without "
+                         "it online RL unlearns long tasks SFT solved)")
     ap.add_argument("--batch", type=int, default=16, help="episodes per update")
     ap.add_argument("--min-episodes", type=int, default=32)
     ap.add_argument("--replay-ratio", type=float, default=0.5,
