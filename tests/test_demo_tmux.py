@@ -140,6 +140,7 @@ def test_demo_shows_devices_and_rising_episodes_and_q_exits_cleanly(tmux: Tmux,
          cmd)
     t0 = time.monotonic()
     serials: set[str] = set()
+    first_seen: dict[str, str] = {}
     totals: list[int] = []
     tree: set[int] = set()
     demo_pid: int | None = None
@@ -156,7 +157,9 @@ def test_demo_shows_devices_and_rising_episodes_and_q_exits_cleanly(tmux: Tmux,
                     demo_pid = int(json.loads(p.read_text())["demo"])
         if demo_pid is not None:
             tree |= _descendants(demo_pid)  # learner, farm, sims, mosquitto, TUI …
-        serials |= set(SERIAL.findall(screen))
+        for found in set(SERIAL.findall(screen)) - serials:
+            first_seen[found] = screen  # where an unexpected serial came from, if one does
+            serials.add(found)
         m = EPISODES.search(screen)
         if m and (not totals or int(m.group(1)) != totals[-1]):
             totals.append(int(m.group(1)))
@@ -167,7 +170,8 @@ def test_demo_shows_devices_and_rising_episodes_and_q_exits_cleanly(tmux: Tmux,
         _fail(f"after {STARTUP_S:.0f} s: serials {sorted(serials)}, episode totals {totals}",
               screen, run_dir)
     startup_s = time.monotonic() - t0
-    assert len(serials) == 2, serials  # two sim phones, and no "controller" row
+    assert len(serials) == 2, "\n".join(  # two sim phones, and no "controller" row
+        f"--- {serial} first seen on\n{where}" for serial, where in first_seen.items())
     assert not re.search(r"^\S*\s+controller\s", screen, re.M), screen
     assert totals == sorted(totals), f"the episode total went down: {totals}"
     assert "farm demo ● up" in screen, screen
