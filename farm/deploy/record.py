@@ -126,34 +126,23 @@ class Recorder:
         frames[0].save(gif, save_all=True, append_images=frames[1:], duration=ms, loop=0,
                        optimize=False)
         out["gif"] = gif
-        mp4 = self._mp4(frames)
-        if mp4 is not None:
-            out["mp4"] = mp4
+        out["mp4"] = self._mp4(frames)
         return out
 
-    def _mp4(self, frames: list[Image.Image]) -> Path | None:
-        try:
-            import cv2
-            import numpy as np
-        except ImportError:  # opencv is optional: the GIF alone still tells the story
-            log.warning("opencv is not installed: no MP4 written")
-            return None
+    def _mp4(self, frames: list[Image.Image]) -> Path:
+        """H.264 at 10 fps, each decision's picture held for ``seconds_per_frame``."""
+        import numpy as np
+
+        from farm.video import H264Writer
+
         w, h = frames[0].size
-        w, h = w - w % 2, h - h % 2  # codecs want even sizes
+        w, h = w - w % 2, h - h % 2  # yuv420p wants even sizes
         path = self.out_dir / "episode.mp4"
         fps = 10
         repeat = max(1, round(self.seconds_per_frame * fps))
-        writer = cv2.VideoWriter(str(path), cv2.VideoWriter.fourcc(*"mp4v"), fps, (w, h))
-        if not writer.isOpened():
-            log.warning("opencv cannot write %s (no mp4v encoder)", path)
-            return None
-        try:
+        with H264Writer(path, (w, h), fps) as video:
             for f in frames:
-                bgr = cv2.cvtColor(np.asarray(f.crop((0, 0, w, h))), cv2.COLOR_RGB2BGR)
-                for _ in range(repeat):
-                    writer.write(bgr)
-        finally:
-            writer.release()
+                video.add(np.asarray(f.convert("RGB").crop((0, 0, w, h))), repeat)
         return path
 
 

@@ -44,6 +44,10 @@ async def test_a_recording_is_an_mp4_of_the_screen(phone: SimPhone, tmp_path: Pa
     data = phone.vfs.read("/sdcard/v.mp4")
     assert data[4:8] == b"ftyp"
     frames = _frames(data, tmp_path)
+    from tests.farm.test_video import codec_and_frames
+
+    # H.264 (video/avc), as a phone writes it
+    assert codec_and_frames(tmp_path / "v.mp4") == ("h264", "yuv420p", FPS)
     assert len(frames) == FPS  # one second, at the sampling rate
     assert frames[0].shape == (1200, 540, 3)
     # what it shows is the phone's screen: compare with a screencap, scaled the same way
