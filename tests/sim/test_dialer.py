@@ -64,6 +64,13 @@ async def test_dial_opens_the_dialpad_and_its_call_button_calls(phone: SimPhone)
     assert "number=5557" in await sh(phone, "content query --uri content://call_log/calls")
 
 
+async def test_view_of_a_tel_uri_opens_the_dialpad_with_the_number(phone: SimPhone) -> None:
+    await sh(phone, "am start -a android.intent.action.VIEW -d tel:0123456")
+    assert "GoogleDialtactsActivity" in await focus(phone)
+    assert 'text="0123456"' in phone.world.ui_xml()
+    assert "mCallState=0" in await sh(phone, "dumpsys telephony.registry")  # not called
+
+
 async def test_the_phone_app_is_on_the_launcher(phone: SimPhone) -> None:
     await sh(phone, "input keyevent 3")
     assert 'content-desc="Phone"' in phone.world.ui_xml() or 'text="Phone"' in \

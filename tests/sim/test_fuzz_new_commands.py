@@ -31,7 +31,12 @@ COMMANDS = ["sed", "awk", "find", "ps", "pidof", "md5sum", "stat", "df", "top", 
             "am stack remove", "sha1sum", "ime", "ime enable", "ime set", "am broadcast -a",
             "am broadcast -a ADB_INPUT_CHARS --eia chars", "screenrecord --help",
             "sqlite3 /data/data/com.android.providers.contacts/databases/contacts2.db",
-            "content delete --uri content://call_log/calls --where"]
+            "content delete --uri content://call_log/calls --where",
+            "input keycombination", "input keycombination -t", "input motionevent",
+            "input motionevent DOWN", "input motionevent UP",
+            "content insert --uri content://settings/secure --bind",
+            "content update --uri content://settings/global --bind value:s:1 --where",
+            "content query --uri content://settings/system --where"]
 TOKENS = st.one_of(
     st.sampled_from(["-n", "-e", "-E", "-i", "-F", "-v", "-d", "-f", "-c", "-s", "-o", "-A",
                      "-p", "-l", "-9", "-x", "-0", "-I", "{}", "-a", "-t", "--brief",
@@ -46,7 +51,10 @@ TOKENS = st.one_of(
                      "ADB_INPUT_TEXT", "ADB_INPUT_B64", "ADB_INPUT_CODE", "--es", "--ei",
                      "--eia", "msg", "code", "1,2,-3", "com.android.adbkeyboard/.AdbIME",
                      "SELECT * FROM data", ".tables", ".schema", "-csv", "-header",
-                     "DROP TABLE data", "type=1", "'x", "SELECT 1;SELECT 2"]),
+                     "DROP TABLE data", "type=1", "'x", "SELECT 1;SELECT 2", "113",
+                     "KEYCODE_CTRL_LEFT", "29", "67", "DOWN", "MOVE", "UP", "CANCEL", "540",
+                     "1e9", "-5", "nan", "name:s:x", "value:i:z", "value:b:true",
+                     "name:n:", "x:q:1", "name='wifi_on'", "--bind"]),
     st.text(alphabet=st.characters(codec="utf-8", max_codepoint=0x2FF),
             max_size=12),
 )

@@ -50,7 +50,7 @@ def socket_spec(service: str) -> str | None:
         host, _, port = rest.rpartition(":")
         if host not in ("", "localhost", "127.0.0.1"):
             return f"tcp:{host}:{port}"
-        if not port.isdigit() or not 0 < int(port) < 65536:
+        if not port.isdecimal() or not 0 < int(port) < 65536:
             return None
         return f"tcp:{int(port)}"
     if kind == "local":
@@ -86,7 +86,7 @@ def _valid_local(spec: str) -> bool:
     if not colon or not rest:
         return False
     if kind == "tcp":
-        return rest.isdigit() and 0 <= int(rest) < 65536
+        return rest.isdecimal() and 0 <= int(rest) < 65536
     return kind in ("localabstract", "localreserved", "localfilesystem", "local", "jdwp", "vsock")
 
 

@@ -102,7 +102,7 @@ def parse_apk(data: bytes, path: str) -> ApkInfo:
     launcher = attrs.get("activity")
     if launcher is not None and launcher.startswith("."):
         launcher = pkg + launcher
-    return ApkInfo(pkg, attrs.get("label", ""), int(code) if code.isdigit() else 1,
+    return ApkInfo(pkg, attrs.get("label", ""), int(code) if code.isdecimal() else 1,
                    attrs.get("versionName", "1.0"), launcher)
 
 

@@ -226,9 +226,9 @@ async def _setup_redirects(redirects: tuple[Redirect, ...], session: Session, st
         elif r.op == ">&":
             if text == "-":
                 fds[r.fd] = _NULL
-            elif text.isdigit() and int(text) in fds:
+            elif text.isdecimal() and int(text) in fds:
                 fds[r.fd] = fds[int(text)]
-            elif text.isdigit():
+            elif text.isdecimal():
                 err.append(enc(f"{SH}: {text}: bad file descriptor\n"))
                 return None
             else:

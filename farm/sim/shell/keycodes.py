@@ -45,7 +45,7 @@ def keycode(arg: str) -> int | None:
 
     Android tries the number first, then the name with and without the prefix.
     """
-    if arg.isdigit():
+    if arg.isdecimal():
         n = int(arg)
         return n if n <= MAX_KEYCODE else None
     up = arg.upper() if arg.isascii() else arg

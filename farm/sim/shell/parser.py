@@ -252,7 +252,7 @@ class _Lexer:
         # "2>" : a word made only of digits right before the operator is the fd
         if self.in_word and not self.buf_quoted and len(self.parts) == 0 and self.buf:
             text = "".join(self.buf)
-            if text.isdigit() and len(text) <= 2:
+            if text.isdecimal() and len(text) <= 2:
                 fd = int(text)
                 self.buf = []
                 self.in_word = False

@@ -64,20 +64,27 @@ class TextField:
         self.text = text
         self.on_change = on_change
         self.on_submit = on_submit
+        self.all_selected = False  # Ctrl+A: the next key replaces or deletes it all
+
+    def select_all(self) -> None:
+        self.all_selected = bool(self.text)
 
     def insert(self, s: str) -> None:
-        self.text += s
+        self.text = s if self.all_selected else self.text + s
+        self.all_selected = False
         if self.on_change is not None:
             self.on_change(self.text)
 
     def delete(self) -> None:
         if self.text:
-            self.text = self.text[:-1]
+            self.text = "" if self.all_selected else self.text[:-1]
+            self.all_selected = False
             if self.on_change is not None:
                 self.on_change(self.text)
 
     def set(self, s: str) -> None:
         self.text = s
+        self.all_selected = False
         if self.on_change is not None:
             self.on_change(s)
 

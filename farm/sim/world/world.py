@@ -91,6 +91,7 @@ class World:
         self.rotation = 0
 
         self._apps: dict[str, App] = {}
+        self._motion: tuple[float, float, float] | None = None  # motionevent DOWN: x, y, t
         for cls in REGISTRY:
             self._apps[cls.package] = cls(self)
         self._pids: dict[str, int] = {}
@@ -236,6 +237,27 @@ class World:
         if field is not None and text:
             field.insert(text)
             self._touch()
+
+    def select_all(self) -> None:
+        """Ctrl+A in the focused field."""
+        field = self._focused_field()
+        if field is not None:
+            field.select_all()
+            self._touch()
+
+    def motion(self, action: str, x: float, y: float) -> None:
+        """``input motionevent``: DOWN starts a gesture, MOVE follows it, UP ends it as
+        the tap, long press or swipe it was (by distance and the time held); CANCEL
+        drops it."""
+        now = time.monotonic()
+        if action == "DOWN":
+            self._motion = (x, y, now)
+        elif action == "CANCEL":
+            self._motion = None
+        elif self._motion is not None and action == "UP":
+            x0, y0, t0 = self._motion
+            self._motion = None
+            self.swipe(x0, y0, x, y, round((now - t0) * 1000))
 
     def clear_text(self) -> None:
         field = self._focused_field()
@@ -410,7 +432,7 @@ class World:
         rotation = 0
         if self.store.get("system", "accelerometer_rotation") != "1":
             value = self.store.get("system", "user_rotation") or "0"
-            rotation = int(value) % 4 if value.isdigit() else 0
+            rotation = int(value) % 4 if value.isdecimal() else 0
         if rotation == self.rotation:
             return
         self.rotation = rotation

@@ -275,7 +275,7 @@ async def am(p: Proc) -> int:
     if sub == "stack" and rest[:1] == ["list"]:
         return await _stack_list(p)
     if sub in ("stack", "task") and rest[:1] == ["remove"]:
-        if len(rest) < 2 or not rest[1].isdigit():
+        if len(rest) < 2 or not rest[1].isdecimal():
             p.error(f"Exception occurred while executing '{sub}':\n"
                     "java.lang.NumberFormatException: For input string: \""
                     f"{rest[1] if len(rest) > 1 else ''}\"\n")
@@ -319,7 +319,7 @@ async def monkey(p: Proc) -> int:
                  "-f", "--setup", "--port", "--pkg-blacklist-file", "--pkg-whitelist-file"):
             i += 2
             continue
-        if a.isdigit():
+        if a.isdecimal():
             count = int(a)
         i += 1
     world = p.phone.world

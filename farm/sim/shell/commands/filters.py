@@ -55,7 +55,7 @@ async def grep(p: Proc) -> int:
             if a == "-e":
                 patterns.append(args[i + 1])
             else:
-                max_count = int(args[i + 1]) if args[i + 1].isdigit() else -1
+                max_count = int(args[i + 1]) if args[i + 1].isdecimal() else -1
             i += 2
             continue
         if a.startswith("--"):
@@ -132,12 +132,12 @@ def _count_arg(p: Proc, default: int) -> tuple[int, list[str]]:
         a = args[i]
         if a == "-n" and i + 1 < len(args):
             v = args[i + 1]
-            n = int(v.lstrip("+-")) if v.lstrip("+-").isdigit() else n
+            n = int(v.lstrip("+-")) if v.lstrip("+-").isdecimal() else n
             i += 2
             continue
-        if a.startswith("-n") and a[2:].isdigit():
+        if a.startswith("-n") and a[2:].isdecimal():
             n = int(a[2:])
-        elif len(a) > 1 and a[0] == "-" and a[1:].isdigit():
+        elif len(a) > 1 and a[0] == "-" and a[1:].isdecimal():
             n = int(a[1:])
         else:
             rest.append(a)
@@ -152,9 +152,9 @@ def _split_keep(data: bytes) -> list[bytes]:
 def _bytes_arg(args: list[str]) -> tuple[int | None, list[str]]:
     """``-c N`` (byte count) for head/tail; the rest of the arguments."""
     for i, a in enumerate(args):
-        if a == "-c" and i + 1 < len(args) and args[i + 1].lstrip("+-").isdigit():
+        if a == "-c" and i + 1 < len(args) and args[i + 1].lstrip("+-").isdecimal():
             return int(args[i + 1].lstrip("+-")), args[:i] + args[i + 2:]
-        if a.startswith("-c") and a[2:].isdigit():
+        if a.startswith("-c") and a[2:].isdecimal():
             return int(a[2:]), args[:i] + args[i + 1:]
     return None, args
 

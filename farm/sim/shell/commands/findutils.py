@@ -43,7 +43,7 @@ def _find_tests(expr: list[str]) -> tuple[list[tuple[str, str]], int | None, int
                 raise _FindError(f"'{op}' needs 1 arg")
             arg = expr[i + 1]
             if op in ("-maxdepth", "-mindepth"):
-                if not arg.isdigit():
+                if not arg.isdecimal():
                     raise _FindError(f"not integer '{arg}'")
                 if op == "-maxdepth":
                     maxdepth = int(arg)
@@ -206,7 +206,7 @@ async def xargs(p: Proc) -> int:
         if opt in ("-n", "-I", "-d", "-s", "-P", "-L") and args:
             value = args.pop(0)
             if opt in ("-n", "-L"):
-                if not value.isdigit() or int(value) < 1:
+                if not value.isdecimal() or int(value) < 1:
                     p.error(f"xargs: bad {opt} '{value}'\n")
                     return 1
                 per_run = int(value)
@@ -214,7 +214,7 @@ async def xargs(p: Proc) -> int:
                 replace = value
             elif opt == "-d":
                 delim = value.encode().decode("unicode_escape") if value else None
-        elif opt.startswith("-n") and opt[2:].isdigit():
+        elif opt.startswith("-n") and opt[2:].isdecimal():
             per_run = int(opt[2:])
         elif opt == "-0":
             delim = "\0"

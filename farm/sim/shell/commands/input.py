@@ -111,8 +111,14 @@ async def input_cmd(p: Proc) -> int:
                 world.input_text(text)
         elif cmd == "keyevent":
             return _keyevent(p, rest)
-        elif cmd in ("press", "roll", "motionevent", "scroll", "keycombination"):
-            return 0  # accepted, nothing to simulate
+        elif cmd == "keycombination":
+            return _keycombination(p, rest)
+        elif cmd == "motionevent":
+            if len(rest) < 3 or rest[0].upper() not in ("DOWN", "UP", "MOVE", "CANCEL"):
+                raise _BadArgs
+            world.motion(rest[0].upper(), _float(rest[1]), _float(rest[2]))
+        elif cmd in ("press", "roll", "scroll"):
+            return 0  # accepted, nothing to simulate (no trackball, no mouse wheel)
         else:
             p.error(f"Error: Unknown command: {cmd}\n")
             p.error(USAGE)
@@ -148,3 +154,27 @@ def _keyevent(p: Proc, rest: list[str]) -> int:
         if doubletap:
             world.key(code)
     return 0
+
+
+def _keycombination(p: Proc, rest: list[str]) -> int:
+    """``input keycombination [-t ms] KEY KEY …``: the keys held together. Modifier
+    shortcuts act on the focused field (Ctrl+A selects all, so DEL then clears it);
+    a lone key is that key."""
+    if rest[:1] == ["-t"]:
+        rest = rest[2:]
+    codes = [c for c in (keycode(a) for a in rest) if c]
+    if len(rest) < 2:
+        return _usage(p, "keycombination")
+    world = p.phone.world
+    mods = {c for c in codes if c in _MODIFIERS}
+    keys = [c for c in codes if c not in _MODIFIERS]
+    if mods & _CTRL and keys == [29]:  # Ctrl+A
+        world.select_all()
+    elif not mods:
+        for c in keys:
+            world.key(c)
+    return 0
+
+
+_CTRL = frozenset({113, 114})
+_MODIFIERS = _CTRL | {57, 58, 59, 60, 117, 118, 119}  # alt, shift, meta, function

@@ -75,7 +75,7 @@ async def logcat(p: Proc) -> int:
         elif a.startswith("-v") and a[2:] in _FORMATS:
             fmt = a[2:]
         elif a in ("-t", "-T", "-m", "--max-count"):
-            if nxt.isdigit():
+            if nxt.isdecimal():
                 tail = int(nxt)
             i += 1
         elif a in ("-b", "--buffer", "-f", "--file", "-r", "-n", "-e", "--regex", "--pid",

@@ -98,7 +98,7 @@ def _split_install_args(args: Sequence[str]) -> tuple[dict[str, str], list[str]]
 async def _install(p: Proc, args: list[str]) -> int:
     opts, rest = _split_install_args(args)
     if "-S" in opts or (rest and rest[0] == "-"):
-        size = int(opts["-S"]) if opts.get("-S", "").isdigit() else len(p.stdin)
+        size = int(opts["-S"]) if opts.get("-S", "").isdecimal() else len(p.stdin)
         data = p.stdin[:size]
     elif rest:
         path = p.path(rest[0])
@@ -126,7 +126,7 @@ async def _session_cmd(p: Proc, sub: str, args: list[str]) -> int:
         p.write(f"Success: created install session [{sid}]\n")
         return 0
     opts, rest = _split_install_args(args)
-    if not rest or not rest[0].isdigit() or int(rest[0]) not in phone.sessions:
+    if not rest or not rest[0].isdecimal() or int(rest[0]) not in phone.sessions:
         p.error(f"Exception occurred while executing '{sub}':\njava.lang.SecurityException:"
                 f" Caller has no access to session {rest[0] if rest else -1}\n")
         return 255
@@ -136,7 +136,7 @@ async def _session_cmd(p: Proc, sub: str, args: list[str]) -> int:
         name = rest[1] if len(rest) > 1 else "base.apk"
         src = rest[2] if len(rest) > 2 else "-"
         if src == "-":
-            size = int(opts["-S"]) if opts.get("-S", "").isdigit() else len(p.stdin)
+            size = int(opts["-S"]) if opts.get("-S", "").isdecimal() else len(p.stdin)
             session.apks[name] = p.stdin[:size]
         else:
             try:

@@ -38,7 +38,7 @@ class Process:
         return {"root": 0, "system": 1000, "shell": 2000, "logd": 1036, "radio": 1001,
                 "media": 1013, "bluetooth": 1002, "nfc": 1027}.get(
             self.user, 10000 + int(self.user[4:]) if self.user.startswith("u0_a") and
-            self.user[4:].isdigit() else 9999)
+            self.user[4:].isdecimal() else 9999)
 
 
 # (user, pid, ppid, name) of the daemons every phone runs; pids as on a booted Pixel
@@ -146,7 +146,7 @@ def _parse_fields(spec: str) -> list[tuple[str, str, int]] | None:
         if key not in _FIELDS:
             return None
         default_title, width = _FIELDS[key]
-        if width_s.isdigit():
+        if width_s.isdecimal():
             width = int(width_s) * (-1 if width < 0 else 1)
         fields.append((key, title or default_title, width))
     return fields
@@ -164,14 +164,14 @@ async def ps(p: Proc) -> int:
         a = args[i]
         if a in ("-o", "-O", "-p") and i + 1 < len(args):
             if a == "-p":
-                pids.update(int(x) for x in args[i + 1].split(",") if x.isdigit())
+                pids.update(int(x) for x in args[i + 1].split(",") if x.isdecimal())
             else:
                 spec = args[i + 1]
             i += 2
             continue
         if a.startswith("-") and len(a) > 1:
             everything = everything or any(c in a[1:] for c in "AeT")
-        elif a.isdigit():
+        elif a.isdecimal():
             pids.add(int(a))
         else:
             names.append(a)
@@ -233,9 +233,9 @@ async def top(p: Proc) -> int:
     iterations, max_lines = 1, 0
     for i, a in enumerate(args):
         nxt = args[i + 1] if i + 1 < len(args) else ""
-        if a == "-n" and nxt.isdigit():
+        if a == "-n" and nxt.isdecimal():
             iterations = max(1, min(int(nxt), 5))
-        elif a == "-m" and nxt.isdigit():
+        elif a == "-m" and nxt.isdecimal():
             max_lines = int(nxt)
     table = processes(p.phone, p.session.pid)
     table.append(Process("shell", p.session.pid + 1, p.session.pid, 10_900_000, 4_100, "0",
@@ -270,7 +270,7 @@ async def top(p: Proc) -> int:
 # -- kill / pkill ----------------------------------------------------------------------
 def signal_number(text: str) -> int | None:
     t = text.upper().removeprefix("SIG")
-    if t.isdigit():
+    if t.isdecimal():
         n = int(t)
         return n if 0 <= n <= 64 else None
     return SIGNALS.index(t) + 1 if t in SIGNALS else None
@@ -327,7 +327,7 @@ async def kill(p: Proc) -> int:
     table = {t.pid: t for t in processes(p.phone, p.session.pid)}
     code = 0
     for a in args:
-        if not a.lstrip("-").isdigit():
+        if not a.lstrip("-").isdecimal():
             p.error(f"kill: not a number '{a}'\n")
             code = 1
             continue

@@ -99,9 +99,9 @@ def _delimited(script: str, i: int, delim: str) -> tuple[str, int]:
 
 
 def _address(script: str, i: int, ere: bool) -> tuple[_Address | None, int]:
-    if i < len(script) and script[i].isdigit():
+    if i < len(script) and script[i].isdecimal():
         j = i
-        while j < len(script) and script[j].isdigit():
+        while j < len(script) and script[j].isdecimal():
             j += 1
         return _Address(line=int(script[i:j])), j
     if i < len(script) and script[i] == "$":
@@ -126,7 +126,7 @@ def _repl(template: str) -> Callable[[re.Match[str]], str]:
             c = template[i]
             if c == "\\" and i + 1 < len(template):
                 n = template[i + 1]
-                if n.isdigit():
+                if n.isdecimal():
                     try:
                         out.append(m.group(int(n)) or "")
                     except IndexError:
@@ -178,7 +178,7 @@ def parse_sed(script: str, ere: bool) -> list[_SedCmd]:
                 i += 1
             flags = flags.strip()
             cmd.count = 0 if "g" in flags else 1
-            digits = "".join(c for c in flags if c.isdigit())
+            digits = "".join(c for c in flags if c.isdecimal())
             if digits:
                 cmd.count = int(digits)
             cmd.print_ = "p" in flags
@@ -593,7 +593,7 @@ class _AwkEval:
             if self.take() != ")":
                 raise AwkError("syntax error: missing )")
             return v
-        if t[0].isdigit():
+        if t[0].isdecimal():
             return float(t)
         if t[0] == '"':
             return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1),

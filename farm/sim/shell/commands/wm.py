@@ -55,7 +55,7 @@ async def wm(p: Proc) -> int:
         if rest[0] == "reset":
             phone.wm_density = None
             return 0
-        if not rest[0].isdigit() or int(rest[0]) <= 0:
+        if not rest[0].isdecimal() or int(rest[0]) <= 0:
             p.error(f"Error: bad number {rest[0]}\n")
             return 255
         phone.wm_density = int(rest[0])

@@ -76,7 +76,7 @@ def resolve(text: str, offline: bool) -> Page:
     if low.startswith("chrome://history"):
         return Page(HISTORY_URL, "History", "history")
     looks_like_url = low.startswith(("http://", "https://")) or (
-        " " not in t and "." in t.strip(".") and not t.replace(".", "").isdigit())
+        " " not in t and "." in t.strip(".") and not t.replace(".", "").isdecimal())
     if not looks_like_url:
         return serp(t) if not offline else _offline(serp(t).url)
     url = t if low.startswith(("http://", "https://")) else "https://" + t

@@ -143,7 +143,7 @@ class PeopleActivity(ContactsActivity):
 class EditorActivity(ContactsActivity):
     def __init__(self, app: App, host: Host, name: str, args: dict[str, str]) -> None:
         super().__init__(app, host, name, args)
-        self.cid = int(args["id"]) if args.get("id", "").isdigit() else None
+        self.cid = int(args["id"]) if args.get("id", "").isdecimal() else None
         c = self.db.get(self.cid) if self.cid is not None else None
         values = ((c.first, c.last, c.company, c.phone, c.email) if c is not None
                   else ("", "", "", "", ""))
@@ -206,7 +206,7 @@ class EditorActivity(ContactsActivity):
 class DetailActivity(ContactsActivity):
     def _contact(self) -> Contact | None:
         cid = self.args.get("id", "")
-        return self.db.get(int(cid)) if cid.isdigit() else None
+        return self.db.get(int(cid)) if cid.isdecimal() else None
 
     def build(self, ctx: w.Ctx) -> View:
         c = ctx.content
@@ -318,4 +318,4 @@ class Contacts(App):
 
     def intent_args(self, activity: str, intent: IntentQuery) -> dict[str, str]:
         tail = intent.data.rstrip("/").rsplit("/", 1)[-1]
-        return {"id": tail} if activity == DETAIL and tail.isdigit() else {}
+        return {"id": tail} if activity == DETAIL and tail.isdecimal() else {}

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from farm.sim.intents import IntentFilter, IntentQuery
+from farm.sim.intents import ACTION_VIEW, IntentFilter, IntentQuery
 from farm.sim.world import widgets as w
 from farm.sim.world.apps import kit
 from farm.sim.world.apps.base import Activity, App, Host, register
@@ -122,7 +122,8 @@ class Dialer(App):
     activities: ClassVar[dict[str, type[Activity]]] = {
         DIALPAD: DialpadActivity, INCALL: InCallActivity}
     intent_filters = (
-        IntentFilter(DIALPAD, (ACTION_DIAL,), schemes=("tel",)),
+        # VIEW tel: (a "Call us" link, a contact's number) opens the dialpad, as DIAL does
+        IntentFilter(DIALPAD, (ACTION_DIAL, ACTION_VIEW), schemes=("tel",)),
         IntentFilter(DIALPAD, (ACTION_DIAL,)),
         IntentFilter(INCALL, (ACTION_CALL,), schemes=("tel",)),
     )
