@@ -117,7 +117,7 @@ class AdbSection(_Section):
     def _targets(cls, v: list[str]) -> list[str]:
         for t in v:
             host, sep, port = t.rpartition(":")
-            if not (sep and host and port.isdigit() and 0 < int(port) < 65536):
+            if not (sep and host and port.isdecimal() and 0 < int(port) < 65536):
                 raise ValueError(f"{t!r} is not host:port")
         return v
 

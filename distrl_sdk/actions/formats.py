@@ -336,7 +336,7 @@ def _point(d: dict[str, object], what: str, ctx: _Ctx) -> tuple[float, float] | 
             return yx[1], yx[0]
     for k in _INDEX_KEYS:
         v = d.get(k)
-        if v is not None and not (isinstance(v, str) and not v.strip().isdigit()):
+        if v is not None and not (isinstance(v, str) and not v.strip().isdecimal()):
             return ctx.element_point(v, what)
     return None
 

@@ -120,7 +120,7 @@ def parse_topic(topic: str) -> ParsedTopic | None:
     if parts == ["policy", "pointer"]:
         return ParsedTopic("policy_pointer")
     if len(parts) in (3, 4) and parts[:2] == ["policy", "blob"] \
-            and all(p.isdigit() and len(p) <= 12 for p in parts[2:]):
+            and all(p.isdecimal() and len(p) <= 12 for p in parts[2:]):
         return ParsedTopic("policy_blob", None, parts[2])
     if parts == ["learner", "metrics"]:
         return ParsedTopic("learner_metrics")

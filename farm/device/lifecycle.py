@@ -114,10 +114,10 @@ class Transport(enum.StrEnum):
 
 
 def classify_serial(serial: str) -> Transport:
-    if serial.startswith("emulator-") and serial[9:].isdigit():
+    if serial.startswith("emulator-") and serial[9:].isdecimal():
         return Transport.EMULATOR
     host, sep, port = serial.rpartition(":")
-    if (sep and host and port.isdigit()) or "._adb-tls-" in serial:
+    if (sep and host and port.isdecimal()) or "._adb-tls-" in serial:
         return Transport.TCP
     return Transport.USB
 

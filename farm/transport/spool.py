@@ -171,14 +171,14 @@ class Spool:
         for p in sorted(self.dir.iterdir()):
             if p.suffix == ".tmp":
                 p.unlink(missing_ok=True)
-            elif p.suffix == ".log" and p.stem.isdigit():
+            elif p.suffix == ".log" and p.stem.isdecimal():
                 seg = _Segment(int(p.stem), p)
                 self._segments[seg.no] = seg
                 self._segno = max(self._segno, seg.no)
                 found += [(e.seq, e, seg) for e in self._scan(seg)]
             elif p.suffix == ".trj":  # the one-file-per-entry layout of older versions
                 seq_s, _, tid = p.stem.partition("-")
-                if seq_s.isdigit() and tid:
+                if seq_s.isdecimal() and tid:
                     seg = _Segment(-1 - len(found), p, size=p.stat().st_size, legacy=True)
                     found.append((int(seq_s), SpoolEntry(tid, p, seg.size, int(seq_s)), seg))
         for seq, e, seg in sorted(found, key=lambda f: f[0]):

@@ -57,7 +57,9 @@ def test_topics_tree_and_id_validation() -> None:
     p = topics.parse_topic("distrl/v1/f1/status/d1")
     assert p == topics.ParsedTopic("status", "f1", "d1")
     assert topics.parse_topic("distrl/v1/policy/pointer") == topics.ParsedTopic("policy_pointer")
-    for bad in ["distrl/v1/f1/traj", "distrl/v2/f1/ack", "distrl/v1/f1/traj/a/b", "x"]:
+    # "¹" is a digit to str.isdigit() that int() refuses: a blob index must be decimal
+    for bad in ["distrl/v1/f1/traj", "distrl/v2/f1/ack", "distrl/v1/f1/traj/a/b", "x",
+                "distrl/v1/policy/blob/¹/0", "distrl/v1/policy/blob/3/²"]:
         assert topics.parse_topic(bad) is None
 
 
