@@ -362,7 +362,8 @@ class FarmController:
         self.evaluation = evaluation
         self.policies: PolicyProvider = policies or (
             OracleProvider() if config.policy == "oracle" else RandomProvider(seed=config.seed))
-        self.publisher = Publisher(config.broker_url, config.farm_id, config.spool_dir)
+        self.publisher = Publisher(config.broker_url, config.farm_id, config.spool_dir,
+                                   tasks=[t.name for t in config.tasks])
         self.sink = MqttSink(self.publisher, on_done=self._episode_done)
         self.sampler = DirectedSampler(config.tasks, seed=config.seed)
         self.registry: DeviceRegistry | None = None

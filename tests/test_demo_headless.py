@@ -86,3 +86,29 @@ def test_a_tui_crash_leaves_farm_and_learner_running_and_is_reported(tmp_path: P
     progress = [line for line in said[at:] if "devices:" in line]
     assert len(progress) >= 3, said  # headless progress after the crash
     assert summary.episodes > 0  # the farm kept collecting
+
+
+@pytest.mark.parametrize(("crashed", "codes", "status"), [
+    (["tui"], {"tui": 3, "farm": 0, "learner": 0}, 1),  # the test above: the TUI died
+    ([], {"farm": 0, "learner": 0, "tui": 130}, 0),  # stopped with Ctrl-C: clean
+    ([], {"farm": -9, "learner": 0}, 1),  # a part that did not stop cleanly
+])
+def test_the_demos_exit_status_says_what_happened(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path, crashed: list[str],
+                                                  codes: dict[str, int], status: int) -> None:
+    """How `distrl demo` turns the run's summary (run_demo, exercised for real above)
+    into its exit status and last line."""
+    from click.testing import CliRunner
+
+    import farm.demo
+    from farm.cli import cli
+
+    async def fake_run(cfg: object, say: object, *, stop: object = None) -> farm.demo.DemoSummary:
+        return farm.demo.DemoSummary(crashed=list(crashed), exit_codes=dict(codes))
+
+    monkeypatch.setattr(farm.demo, "run_demo", fake_run)
+    r = CliRunner().invoke(cli, ["demo", "--headless", "--run-dir", str(tmp_path)])
+    assert r.exit_code == status, r.output
+    assert ("ended badly" in r.output) == (status == 1), r.output
+    if crashed:
+        assert "failed: tui ended badly" in r.output

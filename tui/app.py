@@ -65,8 +65,8 @@ class DistrlTui(App[None]):
                  clock: Callable[[], float] = time.time, tick_s: float = 0.125,
                  thumb_rows: int = 4, notify_limit: int = 3,
                  crash_log: Path | None = None, quit_hint: str | None = None,
-                 fleet_view: str = "wall", color: str = "auto", image: str = "halfblock"
-                 ) -> None:
+                 fleet_view: str = "wall", color: str = "auto", image: str = "halfblock",
+                 password_file: Path | None = None) -> None:
         super().__init__()
         if fleet_view not in ("wall", "list"):
             raise ValueError(f"fleet_view must be wall or list, not {fleet_view!r}")
@@ -78,6 +78,8 @@ class DistrlTui(App[None]):
         self.quit_hint = quit_hint or "Leave the TUI (the farm keeps running)"
         self.source = source
         self.crash_log = crash_log
+        # the broker password's file, named (never its content) in command lines shown
+        self.password_file = password_file
         self.readonly = readonly
         self.tick_s = tick_s
         self.thumb_rows = thumb_rows
@@ -245,12 +247,16 @@ class DistrlTui(App[None]):
                 if task:
                     self.send_command(key, "run_task", {"task": task})
             known = self.model.farm_tasks(key[0])
+            # only the farm's own list is complete enough to refuse other names
+            named = self.model.farm_names_tasks(key[0])
+            listed = f"{', '.join(known[:8])}{' …' if len(known) > 8 else ''}"
             title = f"Task to run on {who}" + (
-                f" (this farm runs: {', '.join(known[:8])}{' …' if len(known) > 8 else ''})"
-                if known else "")
+                f" ({len(known)} this farm runs: {listed})" if named else
+                f" (seen running: {listed}; the farm refuses a task it does not run)"
+                if known else " (the farm refuses a task it does not run)")
             self.push_screen(PromptScreen(
-                title, f"task name, e.g. {known[0] if known else 'settings.wifi_off'}"),
-                got_task)
+                title, f"task name, e.g. {known[0]}" if known else "task name",
+                choices=known if named else ()), got_task)
         elif name == "deploy":
             def got_instruction(text: str | None) -> None:
                 if text:
@@ -265,7 +271,8 @@ class DistrlTui(App[None]):
         and recording live there, not in the farm's command set): build that command
         line, runnable as it is on the farm's host, copy it to the clipboard (OSC 52) and
         show it. The policy is a checkpoint the learner announced as a file, else the
-        newest one it published on this broker (``--policy published``); the adb server
+        newest one it published on this broker (``--policy published``, with the
+        TUI's own ``--password-file`` when it was given one); the adb server
         is the one the farm reports for the device. The farm's own policy is what
         ``run_task`` (t) uses."""
         p = self.model.pointer
@@ -274,12 +281,14 @@ class DistrlTui(App[None]):
             policy = ["--policy", p.where[len("file://"):]]
         elif broker is not None:
             policy = ["--policy", "published", "--broker", broker]  # never a password
+            if self.password_file is not None:  # a broker with accounts needs its password
+                policy += ["--password-file", str(self.password_file.resolve())]
         else:
             policy = ["--policy", "random"]  # no learner known to this source
         dev = self.model.devices.get(key)
         adb = dev.status.adb_server if dev is not None and dev.status is not None else None
         port = adb.rpartition(":")[2] if adb else ""
-        flags = ["--adb-port", port] if port.isdigit() and port != "5037" else []
+        flags = ["--adb-port", port] if port.isdecimal() and port != "5037" else []
         line = " ".join(["distrl", "deploy", "--device", shlex.quote(key[1]), *flags,
                          *(shlex.quote(a) for a in policy), shlex.quote(instruction)])
         with contextlib.suppress(Exception):  # terminals without OSC 52 just ignore it

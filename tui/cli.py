@@ -80,7 +80,7 @@ def tui(broker: str, password_file: Path | None, farm: str, readonly: bool, thum
         image = detect_image()  # asks the terminal: before Textual takes it over
     app = DistrlTui(MqttSource(broker, farm), readonly=readonly, thumb_rows=thumb_rows,
                     crash_log=crash_log, quit_hint=quit_hint, fleet_view=view, color=color,
-                    image=image)
+                    image=image, password_file=password_file)
     app.run()
     # Textual sets 1 after an unhandled exception: the caller (e.g. `distrl demo`) must
     # be able to tell a crash from a quit

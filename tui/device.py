@@ -62,8 +62,10 @@ class DeviceScreen(DeviceActionsScreen):
                 yield Static(id="info")
                 with VerticalScroll(id="history"):  # every step: scrollable
                     yield Static(id="history-text")
-                yield Static(id="devlog")
-            yield Static(id="elements")  # a full-height column: a screen has many
+                with VerticalScroll(id="devlog"):  # the whole kept log, newest last
+                    yield Static(id="devlog-text")
+            with VerticalScroll(id="elements"):  # a full-height column: a screen has many
+                yield Static(id="elements-text")
         yield Footer()
 
     def current_device(self) -> DeviceKey | None:
@@ -112,21 +114,25 @@ class DeviceScreen(DeviceActionsScreen):
         else:
             screen.update(Text("waiting for a frame…", style="dim"))
         self.query_one("#info", Static).update(self._info(dev))
-        self.query_one("#elements", Static).update(elements_text(dev.frame))
+        self.query_one("#elements-text", Static).update(elements_text(dev.frame))
         hist = Text("actions", style="bold")
         hist.append(" (every step, newest last)\n", style="dim")
         hist.append("\n".join(dev.actions) if dev.actions else "none yet",
                     style="" if dev.actions else "dim")
-        box = self.query_one("#history", VerticalScroll)
-        following = box.scroll_y >= box.max_scroll_y  # at the end: stay there
-        self.query_one("#history-text", Static).update(hist)
-        if following:
-            box.scroll_end(animate=False)
-        lines = [f"{datetime.fromtimestamp(ln.at, UTC):%H:%M:%S} {ln.text}"
-                 for ln in list(dev.log)[-40:]]
+        self._update_following("history", hist)
+        lines = [f"{datetime.fromtimestamp(ln.at, UTC):%H:%M:%S} {ln.text}" for ln in dev.log]
         log = Text("device log\n", style="bold")
         log.append("\n".join(lines) if lines else "empty", style="" if lines else "dim")
-        self.query_one("#devlog", Static).update(log)
+        self._update_following("devlog", log)
+
+    def _update_following(self, box_id: str, content: Text) -> None:
+        """New lines come last: a list scrolled to its end stays at the end, one the user
+        scrolled up stays where they put it."""
+        box = self.query_one(f"#{box_id}", VerticalScroll)
+        following = box.scroll_y >= box.max_scroll_y
+        self.query_one(f"#{box_id}-text", Static).update(content)
+        if following:
+            box.scroll_end(animate=False)
 
     def _info(self, dev: DeviceView) -> Text:
         s = dev.status
@@ -150,6 +156,10 @@ class DeviceScreen(DeviceActionsScreen):
             row("kind", s.kind or "-")
         f = dev.frame
         if f is not None:
+            # the picture, its elements and the action drawn on it are one step, which
+            # can trail the status's step above while the next frame is on its way
+            row("picture", "-" if f.step is None else f"step {f.step} (its elements, its "
+                "action)")
             row("screen", f"{f.screen_width}x{f.screen_height} (frame {f.width}x{f.height})")
         t.rstrip()
         return t

@@ -3,13 +3,14 @@ the ``?`` help that lists every key."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
+from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Static
 
 __all__ = ["ConfirmScreen", "HelpScreen", "PromptScreen"]
@@ -61,22 +62,34 @@ class PromptScreen(ModalScreen[str | None]):
     DEFAULT_CSS = _MODAL_CSS
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, question: str, placeholder: str = "", value: str = "") -> None:
+    def __init__(self, question: str, placeholder: str = "", value: str = "",
+                 choices: Sequence[str] = ()) -> None:
         super().__init__()
         self.question = question
         self.placeholder = placeholder
         self.value = value
+        # with choices: typing completes to one of them (→ accepts) and nothing else is
+        # sent, so a typo is caught here rather than refused by the farm
+        self.choices = list(choices)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Label(self.question)
-            yield Input(self.value, placeholder=self.placeholder, id="answer")
-            yield Label("enter: send   esc: cancel", classes="hint")
+            suggester = SuggestFromList(self.choices) if self.choices else None
+            yield Input(self.value, placeholder=self.placeholder, id="answer",
+                        suggester=suggester)
+            yield Label("enter: send   → complete   esc: cancel" if self.choices
+                        else "enter: send   esc: cancel", classes="hint")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         text = event.value.strip()
         if not text:
             self.notify("type something first (esc cancels)", severity="warning")
+            return
+        if self.choices and text not in self.choices:
+            near = [c for c in self.choices if text.lower() in c.lower()][:6]
+            self.notify(f"{text!r} is not one of them" + (
+                f"; did you mean {', '.join(near)}?" if near else ""), severity="warning")
             return
         self.dismiss(text)
 

@@ -81,7 +81,7 @@ def human_detail(detail: str) -> str:
 
 def _natural(key: DeviceKey) -> tuple[tuple[int | str, ...], ...]:
     """``sim-2`` before ``sim-10``: digit runs compare as numbers."""
-    return tuple(tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", part))
+    return tuple(tuple(int(p) if p.isdecimal() else p for p in re.split(r"(\d+)", part))
                  for part in key)
 
 
@@ -367,8 +367,18 @@ class FleetModel:
         q = self.series.get(name)
         return q[-1] if q else None
 
+    def farm_names_tasks(self, farm: str) -> bool:
+        """Whether the farm's own status lists its tasks (newer farms do)."""
+        own = self.farms.get(farm)
+        return own is not None and bool(own.tasks)
+
     def farm_tasks(self, farm: str) -> list[str]:
-        """Task names this farm's devices reported (what its run-task dialog offers)."""
+        """The task names this farm takes for run_task (what its run-task dialog offers):
+        the list in the farm's own status, else (an older farm) the tasks its devices
+        were seen running."""
+        own = self.farms.get(farm)
+        if own is not None and own.tasks:
+            return list(own.tasks)
         return sorted({d.status.task for k, d in self.devices.items()
                        if k[0] == farm and d.status is not None and d.status.task})
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -152,6 +152,9 @@ class DeviceStatus(_Model):
     # the newest finished episode: {"episode": N, "outcome": success | failure | aborted |
     # errored, "return": float, "steps": n}
     last_episode: dict[str, Any] | None = None
+    # on the farm's own (controller) status only: the task names it takes for run_task
+    tasks: list[Annotated[str, Field(max_length=256)]] = Field(default_factory=list,
+                                                               max_length=1024)
     updated_at: float = Field(default_factory=time.time)
 
 

@@ -22,7 +22,7 @@ import logging
 import os
 import time
 from collections import Counter, deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -88,10 +88,11 @@ class Publisher:
                  resend_after_s: float = 30.0, max_inflight: int = 64,
                  backoff: Backoff | None = None, keepalive: int = 15,
                  spool_max_bytes: int = 2 * 1024**3, spool_max_entries: int = 10_000,
-                 spool_on_full: OnFull = "block") -> None:
+                 spool_on_full: OnFull = "block", tasks: Sequence[str] = ()) -> None:
         self.address = parse_broker_url(url)
         self.farm_id = topics.check_id(farm_id, "farm id")
         self.controller_id = topics.check_id(controller_id, "device id")
+        self.tasks = sorted(tasks)  # named in the farm's own status (the TUI's run-task list)
         self.client_id = client_id or f"distrl-farm-{farm_id}"
         self.spool = spool if isinstance(spool, Spool) else Spool(
             spool, max_bytes=spool_max_bytes, max_entries=spool_max_entries,
@@ -234,7 +235,8 @@ class Publisher:
                     await client.publish(
                         topics.status(self.farm_id, self.controller_id),
                         encode_envelope(DeviceStatus(device_id=self.controller_id,
-                                                     state="ready"), farm_id=self.farm_id),
+                                                     state="ready", tasks=self.tasks),
+                                        farm_id=self.farm_id),
                         qos=1, retain=True)
                     for dev, data in list(self._statuses.items()):
                         await client.publish(topics.status(self.farm_id, dev), data, qos=1,

@@ -30,7 +30,7 @@ TESTED_FIELDS: dict[str, frozenset[str]] = {
     "DeviceStatus": frozenset({
         "device_id", "state", "detail", "policy_version", "episodes", "task", "instruction",
         "step", "episode_return", "last_action", "battery", "temperature_c", "kind",
-        "adb_server", "episode", "steps", "last_episode", "updated_at"}),
+        "adb_server", "episode", "steps", "last_episode", "tasks", "updated_at"}),
     "DeviceFrame": frozenset({
         "device_id", "width", "height", "screen_width", "screen_height", "step",
         "content_type", "actions", "elements", "captured_at"}),

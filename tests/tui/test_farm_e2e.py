@@ -58,6 +58,8 @@ async def test_tui_watches_and_operates_a_real_farm(tmp_path: Path) -> None:
                     await until(lambda: any(m.devices[k].state == "busy" for k in keys), 30,
                                 "a busy device")
                     assert not m.garbage, m.garbage  # the farm speaks the contract
+                    # the run-task dialog offers what the farm itself says it runs
+                    assert m.farm_tasks(FARM) == ["settings.wifi_off"]
                     screen = app.screen
                     assert isinstance(screen, FleetScreen)
                     screen.move_to(keys[0])

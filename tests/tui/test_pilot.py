@@ -5,9 +5,11 @@ on what the screens show."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from rich.text import Text
 from textual.command import CommandPalette
+from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.widgets import Input, RichLog, Sparkline, Static
 
@@ -21,6 +23,7 @@ from tui.fleet_table import FleetTable
 from tui.learner import LearnerScreen, SeriesRow
 from tui.logs import LogsScreen
 from tui.modals import ConfirmScreen, HelpScreen, PromptScreen
+from tui.model import FARM_STATUS_ID
 from tui.source import FakeSource
 
 SIZE = (150, 45)
@@ -129,6 +132,38 @@ async def test_filter_and_sort_keys(make_app: App, source: FakeSource) -> None:
         assert table_rows(app) == ["sim-0", "sim-1", "sim-2", "sim-3"]
 
 
+async def test_device_log_and_elements_scroll_and_keep_every_line(
+        make_app: App, source: FakeSource) -> None:
+    """The device log shows every kept line (not the last 40) in a list that follows
+    its end unless scrolled up; the elements column scrolls too."""
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        feed_fleet(source, 1)
+        await app.settle()
+        key = (FARM, "sim-0")
+        for i in range(120):
+            app.model.log("info", f"event {i}", key)
+        app.model.devices[key].rev += 1
+        await pilot.press("enter")
+        await app.settle()
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DeviceScreen)
+        log = text(screen.query_one("#devlog-text", Static))
+        assert "event 0" in log and "event 119" in log
+        box = screen.query_one("#devlog", VerticalScroll)
+        assert box.max_scroll_y > 0 and box.scroll_y == box.max_scroll_y  # at the end
+        box.scroll_home(animate=False)
+        await pilot.pause()
+        app.model.log("info", "event 120", key)
+        app.model.devices[key].rev += 1
+        screen.refresh_from_model()
+        await pilot.pause()
+        assert box.scroll_y == 0  # scrolled up by the user: left there
+        assert "event 120" in text(screen.query_one("#devlog-text", Static))
+        assert isinstance(screen.query_one("#elements"), VerticalScroll)
+
+
 async def test_enter_opens_the_device_screen_and_esc_returns(make_app: App,
                                                              source: FakeSource) -> None:
     app = make_app()
@@ -147,10 +182,10 @@ async def test_enter_opens_the_device_screen_and_esc_returns(make_app: App,
         assert "Turn off Wi-Fi" in info and "76%" in info and "v3" in info
         hist = text(screen.query_one("#history-text", Static))
         assert "#2 swipe(" in hist
-        log = text(screen.query_one("#devlog", Static))
+        log = text(screen.query_one("#devlog-text", Static))
         assert "unknown → busy" in log
         # the frame's UI elements; the newest tap (540, 700 px) landed on row 1
-        els = text(screen.query_one("#elements", Static)).splitlines()
+        els = text(screen.query_one("#elements-text", Static)).splitlines()
         assert els[0] == "UI elements (7, ▶ newest tap)"
         assert "  App 2 TextView" in els and "› Row 2 (current) LinearLayout" in els
         assert "› [x] Wi-Fi Switch" in els and "▶ Row 1 LinearLayout" in els
@@ -160,13 +195,15 @@ async def test_enter_opens_the_device_screen_and_esc_returns(make_app: App,
             {"action_type": "long_press", "x": 0.2, "y": 0.2}]))
         await app.settle()
         assert dev.big is not old_big and dev.frame is not None and dev.frame.step == 9
+        assert "picture     step 9 (its elements, its action)" in text(
+            screen.query_one("#info", Static))
         assert "#9 long_press" in text(screen.query_one("#history-text", Static))
-        els = text(screen.query_one("#elements", Static)).splitlines()  # updated live
+        els = text(screen.query_one("#elements-text", Static)).splitlines()  # updated live
         assert "▶ Row 0 LinearLayout" in els and "› Row 1 (current) LinearLayout" in els
         assert "› [ ] Wi-Fi Switch" in els and "› Row 1 LinearLayout" not in els
         source.push(*ff.frame(FARM, "sim-2", step=10, seed=2, elements=[]))
         await app.settle()
-        assert "none in this frame" in text(screen.query_one("#elements", Static))
+        assert "none in this frame" in text(screen.query_one("#elements-text", Static))
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, FleetScreen)
@@ -240,6 +277,32 @@ async def test_run_task_takes_a_task_name(make_app: App, source: FakeSource) -> 
         assert len(source.sent) == 1
 
 
+async def test_run_task_offers_the_tasks_the_farm_names(make_app: App,
+                                                       source: FakeSource) -> None:
+    """The farm's own status lists its tasks (farm.transport.Publisher): the dialog shows
+    how many, completes a prefix to one of them (→) and sends nothing else."""
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        source.push(*ff.status(FARM, FARM_STATUS_ID, "ready",
+                               tasks=["clock.set_alarm", "settings.wifi_off"]))
+        feed_fleet(source, 1)
+        await app.settle()
+        await pilot.press("t")
+        await pilot.pause()
+        assert isinstance(app.screen, PromptScreen)
+        assert "2 this farm runs: clock.set_alarm, settings.wifi_off" in app.screen.question
+        await pilot.press(*"wifi", "enter")  # not a task: stays, says what was meant
+        await pilot.pause()
+        assert isinstance(app.screen, PromptScreen)
+        assert "did you mean settings.wifi_off" in [n.message for n in app._notifications][-1]
+        answer = app.screen.query_one("#answer", Input)
+        answer.value = ""
+        await pilot.press(*"settings.w", "right", "enter")  # → takes the completion
+        await app.wait_commands()
+        [(_, cmd)] = sent_commands(source)
+        assert cmd.args == {"task": "settings.wifi_off"}
+
+
 async def test_deploy_builds_the_deploy_command_line(make_app: App,
                                                      source: FakeSource) -> None:
     app = make_app()
@@ -277,6 +340,23 @@ async def test_deploy_command_names_the_published_policy_and_the_farms_adb_port(
         await app.settle()
         line = app.deploy_hint((FARM, "127.0.0.1:40001"), "Turn it off")
         assert "--policy /runs/learner/policy-v4 'Turn it off'" in line
+        await pilot.pause()
+
+
+async def test_deploy_command_carries_the_tuis_password_file(
+        make_app: App, source: FakeSource, tmp_path: Path) -> None:
+    """A broker with accounts (the demo's, `distrl broker`'s) refuses a login without a
+    password: the line names the file the TUI was given, never the password itself."""
+    source.broker_url = "mqtt://operator@127.0.0.1:1883"
+    (tmp_path / "operator.pw").write_text("s3cret\n")
+    app = make_app(password_file=tmp_path / "operator.pw")
+    async with app.run_test(size=SIZE) as pilot:
+        source.push(*ff.status(FARM, "127.0.0.1:40001", "ready"))
+        await app.settle()
+        line = app.deploy_hint((FARM, "127.0.0.1:40001"), "Turn off Wi-Fi")
+        assert (f"--policy published --broker mqtt://operator@127.0.0.1:1883 "
+                f"--password-file {tmp_path / 'operator.pw'} 'Turn off Wi-Fi'") in line
+        assert "s3cret" not in line
         await pilot.pause()
 
 

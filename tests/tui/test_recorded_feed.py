@@ -23,6 +23,7 @@ from tui.device import DeviceScreen
 from tui.fleet import FleetScreen
 from tui.learner import LearnerScreen, SeriesRow
 from tui.logs import LogsScreen
+from tui.model import FARM_STATUS_ID
 from tui.source import FakeSource
 
 Wire = tuple[str, bytes]
@@ -81,7 +82,10 @@ def everything() -> list[Wire]:
             ff.frame(FARM, "sim-0", step=3, seed=1,
                      actions=[{"action_type": "type", "text": odd}]),
             ff.status(FARM, "sim-1", "offline", detail="error: heartbeat lost"),
-            ff.status(FARM, "sim-2", "ready"), (topics.status(FARM, "sim-2"), b"")]
+            ff.status(FARM, "sim-2", "ready"), (topics.status(FARM, "sim-2"), b""),
+            # the farm's own status names every task it runs (as many as the schema allows)
+            ff.status(FARM, FARM_STATUS_ID, "ready", tasks=[
+                "settings.wifi_off", odd[:256], *(f"pack.task_{i}" for i in range(1022))])]
     feed += [ff.metrics(i, every_metric_scalars(i)) for i in range(3)]
     feed += [ff.metrics(1, {"queue": 3.0}, farm=FARM), ff.pointer(9)]
     return feed
