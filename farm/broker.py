@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from farm.broker_acl import BrokerAccounts
+    from farm.broker_bridge import Bridge
 
 __all__ = ["Backend", "BrokerStartError", "EmbeddedBroker", "find_mosquitto", "free_port"]
 
@@ -79,9 +80,13 @@ class EmbeddedBroker:
                  host: str = "127.0.0.1", data_dir: str | os.PathLike[str] | None = None,
                  max_queued_messages: int = 100_000,
                  message_size_limit: int = 8 * 1024 * 1024,
-                 accounts: BrokerAccounts | None = None) -> None:
+                 accounts: BrokerAccounts | None = None, bridge: Bridge | None = None
+                 ) -> None:
         if backend == "auto":
-            backend = "mosquitto" if find_mosquitto() else "amqtt"
+            backend = "mosquitto" if find_mosquitto() or bridge else "amqtt"
+        if bridge is not None and backend != "mosquitto":
+            raise RuntimeError("a bridge to a central broker needs mosquitto "
+                               "(apt install mosquitto); amqtt cannot bridge")
         if backend == "mosquitto" and not find_mosquitto():
             raise RuntimeError("mosquitto binary not found (apt install mosquitto)")
         self.backend: Backend = backend
@@ -98,6 +103,7 @@ class EmbeddedBroker:
         self._amqtt: Any = None
         self._amqtt_writers: set[asyncio.StreamWriter] = set()
         self.accounts = accounts
+        self.bridge = bridge  # forwards this site's farms' topics to a central broker
 
     @property
     def url(self) -> str:
@@ -140,6 +146,7 @@ class EmbeddedBroker:
             "persistent_client_expiration 1d",
             "log_type error",
             "log_type warning",
+            *(self.bridge.config_lines() if self.bridge is not None else []),
             "",
         ])
 
@@ -157,9 +164,8 @@ class EmbeddedBroker:
         return path
 
     def _spawn(self) -> subprocess.Popen[bytes]:
-        conf = self.data_dir / "mosquitto.conf"
         text = self.config_text()
-        conf.write_text(text)
+        conf = self._write_secret("mosquitto.conf", text)  # a bridge's password is in it
         secret_files: list[Path] = []
         if self.accounts is not None:
             secret_files = [self._write_secret("passwd", self.accounts.mosquitto_passwords()),
