@@ -152,11 +152,32 @@ class Selector(_Strict):
         return self
 
 
+class Point(_Strict):
+    """A point on the screen, normalised: (0, 0) top left, (1, 1) bottom right."""
+
+    x: float = Field(ge=0, le=1)
+    y: float = Field(ge=0, le=1)
+
+
+class SwipeSpec(_Strict):
+    """A finger moving from (x1, y1) to (x2, y2), normalised, in ``duration_ms``."""
+
+    x1: float = Field(ge=0, le=1)
+    y1: float = Field(ge=0, le=1)
+    x2: float = Field(ge=0, le=1)
+    y2: float = Field(ge=0, le=1)
+    duration_ms: int = Field(300, ge=1, le=10_000)
+
+
 class OracleStep(_Strict):
     """One step of the scripted solution; exactly one key."""
 
     tap: Selector | None = None
     long_press: Selector | None = None
+    #: where no element names the target (a canvas, a map, a game): a fixed point
+    tap_at: Point | None = None
+    long_press_at: Point | None = None
+    swipe: SwipeSpec | None = None
     type: str | None = None
     key: Literal["home", "back", "enter"] | None = None
     open_app: str | None = None
@@ -265,6 +286,7 @@ async def _oracle(steps: Sequence[OracleStep], device: Device,
         LongPress,
         OpenApp,
         Scroll,
+        Swipe,
         Tap,
         TypeText,
         Wait,
@@ -285,6 +307,13 @@ async def _oracle(steps: Sequence[OracleStep], device: Device,
             else:
                 wanted = sel.model_dump(exclude_defaults=True)
                 raise TaskError(f"oracle: nothing on screen matches {wanted}")
+        elif step.tap_at is not None:
+            yield Tap(step.tap_at.x, step.tap_at.y)
+        elif step.long_press_at is not None:
+            yield LongPress(step.long_press_at.x, step.long_press_at.y)
+        elif step.swipe is not None:
+            w = step.swipe
+            yield Swipe(w.x1, w.y1, w.x2, w.y2, w.duration_ms)
         elif step.type is not None:
             yield TypeText(fill(step.type, params))
         elif step.key is not None:
@@ -422,6 +451,11 @@ def load_task_text(text: str, source: str = "<string>") -> list[type[Task]]:
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"line (\d+)", str(exc))
         raise TaskFileError([f"{source}:{m.group(1) if m else '?'}: TOML syntax: {exc}"]) from None
+    got = raw.get("task")
+    raw_tasks: list[Any] = got if isinstance(got, list) else []
+    # every evaluator is checked even when the file has other errors: one run of
+    # `tasks validate` lists every kind of problem
+    evaluators, problems = _evaluators(raw_tasks, text, source)
     try:
         spec = TaskFile.model_validate(raw)
     except ValidationError as exc:
@@ -430,24 +464,12 @@ def load_task_text(text: str, source: str = "<string>") -> list[type[Task]]:
             loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-"))]
             where = _loc_str(loc) or "(file)"
             errors.append(f"{source}:{locate_line(text, loc)}: {where}: {err['msg']}")
-        raise TaskFileError(errors) from None
-    from distrl_sdk.evaluators import evaluator_from_config
-
+        raise TaskFileError(errors + problems) from None
     classes: list[type[Task]] = []
-    problems: list[str] = []
     for i, model in enumerate(spec.task):
-        evaluators: dict[str, RewardEvaluator | None] = {"success": None, "step_reward": None}
-        for key in evaluators:
-            cfg = getattr(model, key)
-            if cfg is None:
-                continue
-            try:
-                evaluators[key] = evaluator_from_config(cfg, path=f"task[{i}].{key}")
-            except (TaskError, ValueError, TypeError) as exc:
-                problems.append(f"{source}:{locate_line(text, ['task', i, key])}: {exc}")
-        success = evaluators["success"]
+        success = evaluators[i]["success"]
         if success is not None:
-            classes.append(_make_class(model, source, success, evaluators["step_reward"]))
+            classes.append(_make_class(model, source, success, evaluators[i]["step_reward"]))
     names = [c.name for c in classes]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -455,6 +477,28 @@ def load_task_text(text: str, source: str = "<string>") -> list[type[Task]]:
     if problems:
         raise TaskFileError(problems)
     return classes
+
+
+def _evaluators(raw_tasks: list[Any], text: str, source: str
+                ) -> tuple[list[dict[str, RewardEvaluator | None]], list[str]]:
+    """Each raw task's ``success`` and ``step_reward`` evaluators (None where absent or
+    broken), and the problems of the broken ones, with their lines."""
+    from distrl_sdk.evaluators import evaluator_from_config
+
+    out: list[dict[str, RewardEvaluator | None]] = []
+    problems: list[str] = []
+    for i, task in enumerate(raw_tasks):
+        built: dict[str, RewardEvaluator | None] = {"success": None, "step_reward": None}
+        for key in built:
+            cfg = task.get(key) if isinstance(task, dict) else None
+            if not isinstance(cfg, dict):
+                continue  # missing or not a table: the model's own errors say so
+            try:
+                built[key] = evaluator_from_config(cfg, path=f"task[{i}].{key}")
+            except (TaskError, ValueError, TypeError) as exc:
+                problems.append(f"{source}:{locate_line(text, ['task', i, key])}: {exc}")
+        out.append(built)
+    return out, problems
 
 
 def load_task_file(path: str | Path) -> list[type[Task]]:

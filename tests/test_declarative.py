@@ -82,3 +82,27 @@ def test_unreadable_file_is_a_task_file_error(tmp_path: Path) -> None:
         load_task_file(bad)
     with pytest.raises(TaskFileError, match="cannot read"):
         load_task_file(tmp_path / "missing.toml")
+
+
+async def test_oracle_steps_at_fixed_points_for_screens_without_named_targets() -> None:
+    from distrl_sdk.actions import LongPress, Swipe, Tap
+
+    text = GOOD.replace('[[task.oracle]]\ntap = { text = "Alarm" }', '''[[task.oracle]]
+tap_at = { x = 0.5, y = 0.25 }
+[[task.oracle]]
+long_press_at = { x = 0.1, y = 0.9 }
+[[task.oracle]]
+swipe = { x1 = 0.5, y1 = 0.8, x2 = 0.5, y2 = 0.2, duration_ms = 150 }''')
+    (cls,) = load_task_text(text, "points.toml")
+
+    class Screen:  # the oracle asks only the screen's size for fixed points
+        async def screen_size(self) -> tuple[int, int]:
+            return 1080, 2400
+
+    steps = [a async for a in cls({"hour": 7, "minute": "15"}).oracle(Screen())]  # type: ignore[arg-type]
+    assert steps == [Tap(0.5, 0.25), LongPress(0.1, 0.9), Swipe(0.5, 0.8, 0.5, 0.2, 150)]
+    bad = text.replace("x = 0.5, y = 0.25", "x = 540, y = 600")  # pixels: refused
+    with pytest.raises(TaskFileError) as exc:
+        load_task_text(bad, "bad.toml")
+    assert any("oracle[0].tap_at.x: Input should be less than or equal to 1" in p
+               for p in exc.value.problems), exc.value.problems
