@@ -82,6 +82,8 @@ def _has_torch(py: Path) -> bool:
 
 def cmd_test(args: list[str]) -> int:
     ensure_env()
+    if {"-h", "--help"} & set(args):  # pytest's own help: no lint run first
+        return run(venv_bin("python"), "-m", "pytest", "--help", check=False)
     say("ruff check")
     run(venv_bin("ruff"), "check", ".")
     say("mypy")
@@ -99,6 +101,9 @@ def cmd_demo(args: list[str]) -> int:
 
 
 def main(argv: list[str]) -> int:
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0
     if not argv or argv[0] not in ("demo", "test"):
         print(__doc__)
         return 2

@@ -3,6 +3,7 @@ mosquitto left running, its temp dir removed."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -16,7 +17,7 @@ import pytest
 
 from farm.broker import find_mosquitto
 
-_CODE = ("import sys; from farm.cli_broker import broker; "
+_CODE = ("import sys; from farm.cli.broker import broker; "
          "sys.argv=['distrl-broker','--port','0','--backend','mosquitto']; broker()")
 
 
@@ -109,7 +110,7 @@ def test_broker_has_accounts_and_refuses_anonymous(tmp_path: Path) -> None:
     from farm.broker_password import read_password_file
 
     accounts = tmp_path / "acc"
-    code = ("import sys; from farm.cli_broker import broker; "
+    code = ("import sys; from farm.cli.broker import broker; "
             "sys.argv=['distrl-broker','--port','0','--backend','mosquitto','--farm','f1',"
             f"'--accounts',{str(accounts)!r}]; broker()")
     proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True,
@@ -152,3 +153,81 @@ def test_acl_command_prints_the_rules_the_broker_enforces() -> None:
     assert res.output == mosquitto_acl(BrokerAccounts.default_accounts(["a", "b"]))
     bad = CliRunner().invoke(cli, ["broker", "acl", "--farm", "no/slash"])
     assert bad.exit_code == 2 and "Traceback" not in bad.output
+
+
+def _start_broker(*args: str) -> tuple[subprocess.Popen[str], str]:
+    code = ("import sys; from farm.cli.broker import broker; "
+            f"sys.argv=['distrl-broker', *{list(args)!r}]; broker()")
+    proc = subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True,
+                            cwd=Path(__file__).resolve().parents[1])
+    return proc, _listening_line(proc).split("listening on ", 1)[1].split()[0]
+
+
+@pytest.mark.skipif(find_mosquitto() is None, reason="no mosquitto binary")
+def test_a_site_broker_bridges_its_farm_to_the_central_one(tmp_path: Path) -> None:
+    """Two `distrl broker`s as a site and a central one: a trajectory published at the
+    site by the site's farm account reaches the central learner account."""
+    import asyncio
+
+    import aiomqtt
+
+    from distrl_sdk.wire import topics
+    from distrl_sdk.wire.broker_url import parse_broker_url
+    from farm.broker_password import read_password_file
+
+    central, central_url = _start_broker("--port", "0", "--farm", "s1", "--accounts",
+                                         str(tmp_path / "central"))
+    site = None
+    try:
+        bridge_to = central_url.replace("mqtt://", "mqtt://farm-s1@")
+        site, site_url = _start_broker(
+            "--port", "0", "--farm", "s1", "--accounts", str(tmp_path / "site"),
+            "--bridge-to", bridge_to, "--bridge-password-file",
+            str(tmp_path / "central" / "farm-s1.password"))
+        assert site.stderr is not None
+        said = site.stderr.readline() + site.stderr.readline()
+        assert f"bridged to {bridge_to} for farm(s) s1" in said, said
+
+        def client(url: str, accounts: str, user: str) -> aiomqtt.Client:
+            kw = parse_broker_url(url).client_kwargs() | {
+                "username": user,
+                "password": read_password_file(tmp_path / accounts / f"{user}.password")}
+            return aiomqtt.Client(**kw, identifier=f"t-{accounts}-{user}", timeout=5)
+
+        async def cross() -> bytes:
+            async with client(central_url, "central", "learner") as learner, \
+                    client(site_url, "site", "farm-s1") as farm:
+                await learner.subscribe(topics.traj_filter(), qos=1)
+                async with asyncio.timeout(30):
+                    while True:  # until the bridge is up
+                        await farm.publish(topics.traj("s1", "t1"), b"episode", qos=1)
+                        with contextlib.suppress(TimeoutError):
+                            async with asyncio.timeout(0.3):
+                                async for m in learner.messages:
+                                    return bytes(m.payload)  # type: ignore[arg-type]
+
+        assert asyncio.run(cross()) == b"episode"
+    finally:
+        for p in (site, central):
+            if p is not None and p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+
+
+def test_bridge_mistakes_are_usage_errors(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from farm.cli import cli
+
+    for args, says in (
+            (["--bridge-password-file", "x"], "--bridge-password-file needs --bridge-to"),
+            (["--bridge-to", "ftp://central"], "unsupported broker URL scheme"),
+            (["--bridge-to", "mqtt://c", "--backend", "amqtt"], "needs mosquitto"),
+            (["--bridge-to", "mqtt://c", "--bridge-password-file", str(tmp_path / "no")],
+             "No such file")):
+        res = CliRunner().invoke(cli, ["broker", "--port", "0", *args])
+        assert res.exit_code == 2 and says in res.output, (args, res.output)
+        assert "Traceback" not in res.output

@@ -98,6 +98,44 @@ def test_sim_up_status_fault_down(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_sim_up_foreground_says_what_runs_and_how_to_stop_it(tmp_path: Path) -> None:
+    env = {**os.environ, "DISTRL_STATE_DIR": str(tmp_path), "COLUMNS": "80"}
+    base = free_port_run(1)
+    proc = subprocess.Popen(
+        [DISTRL, "sim", "up", "-n", "1", "--base-port", str(base),
+         "--name", "fg", "--foreground"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True, env=env, stdin=subprocess.DEVNULL)
+    try:
+        assert proc.stdout is not None
+        seen = ""
+        for line in proc.stdout:
+            seen += line
+            if "Stop with:" in line:
+                break
+        assert f"127.0.0.1:{base}" in seen and "1 phone(s) up in this process" in seen, seen
+        assert "Stop with:     Ctrl-C or distrl sim down --name fg" in seen, seen
+        # 80 columns: one line per phone, nothing folded
+        assert all(len(ln) <= 80 for ln in seen.splitlines()), seen
+        assert sum("127.0.0.1:" in ln for ln in seen.splitlines()) == 1, seen
+        down = distrl("sim", "down", "--name", "fg", env={"DISTRL_STATE_DIR": str(tmp_path)})
+        assert down.returncode == 0, down.stderr
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+def test_tail_names_the_policy_version_once() -> None:
+    from farm.cli.farm import _policy_label
+
+    assert _policy_label({"policy": "uitree@v755", "policy_version": 755}) == "uitree@v755"
+    assert _policy_label({"policy": "uitree", "policy_version": 3}) == "uitree@v3"
+    assert _policy_label({"policy": "random", "policy_version": None}) == "random"
+    assert _policy_label({}) == "?"
+
+
+@pytest.mark.slow
 def test_demo_walks_to_wifi_and_saves_screens(tmp_path: Path) -> None:
     out = tmp_path / "shots"
     proc = distrl("sim", "tour", "--count", "2", "--duration", "0", "--out", str(out), timeout=120)

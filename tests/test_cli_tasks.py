@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,9 @@ def test_list_and_show_json() -> None:
     info = json.loads(show.stdout)
     assert info["apps"] == ["com.android.settings"] and len(info["test"]) == 3
     assert all(i.startswith('Search the settings for "') for i in info["train"] + info["test"])
+    table = distrl("tasks", "list", env={"COLUMNS": "200"})
+    row = next(ln for ln in table.stdout.splitlines() if "settings.airplane_on" in ln)
+    assert "toggle, easy" in row, row  # the tags column: "the easy tier" is a tag
     missing = distrl("tasks", "show", "settings.wifi_of")
     assert missing.returncode == 2 and "did you mean settings.wifi_off" in missing.stderr
 
@@ -30,6 +34,9 @@ def test_validate_names_file_line_and_field() -> None:
     proc = distrl("tasks", "validate", str(FIXTURES / "bad_tasks.toml"))
     assert proc.returncode == 1
     assert "bad_tasks.toml:8: task[0].setup[0].retries: Input should be less than or equal to 10" \
+        in proc.stderr
+    # and, in the same run, the evaluator's own problem (every kind of error at once)
+    assert "bad_tasks.toml:9: task[0].success.value: required by evaluator 'setting'" \
         in proc.stderr
     ok = distrl("tasks", "validate", str(FIXTURES / "plugin_tasks.toml"))
     assert ok.returncode == 0 and "1 valid task(s), 0 problem(s)" in ok.stdout
@@ -72,3 +79,33 @@ def test_run_on_a_device_the_adb_server_does_not_list(private_adb: PrivateAdbSer
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "device 127.0.0.1:1 is not connected on the adb server at port" in proc.stderr
     assert "Traceback" not in proc.stderr and "ABORTED" not in proc.stdout
+
+
+def test_run_shows_a_progress_bar_on_a_terminal() -> None:
+    """On a terminal, `tasks run -n N` keeps a bar (done/N, successes, time left) under
+    the episode lines; piped output (every other test here) has none."""
+    import os
+    import pty
+    import subprocess
+
+    from tests.test_cli import DISTRL
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([DISTRL, "tasks", "run", "settings.wifi_off", "--sim", "-n", "3"],
+                            stdin=subprocess.DEVNULL, stdout=follower, stderr=follower,
+                            env={**os.environ, "COLUMNS": "160", "TERM": "xterm"})
+    os.close(follower)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(leader)
+    assert proc.wait(timeout=60) == 0
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.decode(errors="replace"))  # colours
+    assert "3/3 successful with the oracle policy" in text, text
+    assert re.search(r"[0-3]/3 +[0-3] successful", text), text  # the bar, drawn

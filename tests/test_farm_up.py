@@ -130,6 +130,13 @@ def test_cli_tail_and_status_watch_a_running_farm(tmp_path: Path) -> None:
         rows = [r for r in rows if r["device_id"] != "controller"]  # the publisher's own
         assert len(rows) == 2
         assert {r["state"] for r in rows} <= {"ready", "busy", "preparing"}
+        # the human table and tail lines: no "@None" steps, the version said once
+        table = _run("farm", "status", *viewer, timeout=30)
+        assert table.returncode == 0 and "f2" in table.stdout, table.stderr
+        assert "@None" not in table.stdout, table.stdout
+        human = _run("traj", "tail", *viewer, "--farm-id", "f2", "--count", "1",
+                     "--duration", "30", timeout=45)
+        assert human.returncode == 0 and " policy=random@v0 " in human.stdout, human.stdout
         up.terminate()
         out, _ = up.communicate(timeout=30)
     finally:

@@ -1,6 +1,6 @@
 """Held-out evaluation: frozen policies on test instances, success with 95 % intervals.
 
-``distrl eval`` (farm/cli_eval.py) runs one :class:`EvalRound`; ``farm up --policy
+``distrl eval`` (farm/cli/evaluate.py) runs one :class:`EvalRound`; ``farm up --policy
 learned`` runs them periodically (:class:`PeriodicEval`) and ships the episodes marked
 as evaluation, which the learner scores (:class:`EvalAggregator`) and never learns
 from; :class:`~farm.learner.LocalLearner` runs them in-process.

@@ -62,6 +62,7 @@ from distrl_sdk.wire import (
 )
 from farm.evaluate.aggregate import EvalAggregator
 from farm.learner.metrics import LearnerStats, ScalarLog
+from farm.learner.paths import CHECKPOINTS, CKPT_PREFIX
 from farm.learner.weights import MqttLink, PublishedBlob, WeightPublisher, serialize_weights
 from farm.transport import Backoff, SeenIds, TrajectorySubscriber
 
@@ -396,7 +397,7 @@ class LearnerService:
                  backoff: Backoff | None = None) -> None:
         self.config = config
         self.run_dir = Path(config.run_dir)
-        self.ckpt_dir = self.run_dir / "checkpoints"
+        self.ckpt_dir = self.run_dir / CHECKPOINTS
         self.trainer_factory = trainer_factory or default_trainer
         self.policy_builder = policy_builder or _default_builder
         self.backoff = backoff
@@ -494,7 +495,7 @@ class LearnerService:
         if not self.ckpt_dir.is_dir():
             return []
         return sorted((p for p in self.ckpt_dir.iterdir()
-                       if p.name.startswith("ckpt-") and (p / "learner.json").is_file()),
+                       if p.name.startswith(CKPT_PREFIX) and (p / "learner.json").is_file()),
                       key=lambda p: p.name)
 
     def _restore(self) -> dict[str, Any]:
@@ -648,7 +649,7 @@ class LearnerService:
         assert t is not None
         self.ckpt_dir.mkdir(parents=True, exist_ok=True)
         self._ckpt_seq += 1
-        name = f"ckpt-{self._ckpt_seq:06d}"
+        name = f"{CKPT_PREFIX}{self._ckpt_seq:06d}"
         tmp = self.ckpt_dir / f".tmp-{name}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -93,12 +94,15 @@ def phone_rows(farm: SimFarm) -> list[dict[str, Any]]:
     return rows
 
 
-async def serve(opts: ServeOptions) -> None:
-    """Run phones and the control server until ``down`` or SIGINT/SIGTERM."""
+async def serve(opts: ServeOptions,
+                on_ready: Callable[[dict[str, Any]], None] | None = None) -> None:
+    """Run phones and the control server until ``down`` or SIGINT/SIGTERM; ``on_ready``
+    gets the service's state (its phones) once they listen (`sim up --foreground` prints
+    it)."""
     path = state_file(opts.name)
     if path.exists() and _alive(path):
         raise SimServiceError(
-            f"a sim farm named {opts.name!r} is already up; `distrl sim down` first "
+            f"a sim farm named {opts.name!r} is already up; `{_down(opts.name)}` first "
             f"(or pick another --name)"
         )
     farm = SimFarm(opts.count, profile=opts.profile, seed=opts.seed,
@@ -135,6 +139,8 @@ async def serve(opts: ServeOptions) -> None:
             "phones": phone_rows(farm),
         }
         write_private(path, json.dumps(state, indent=2))  # it holds the token
+        if on_ready is not None:
+            on_ready(state)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -170,6 +176,10 @@ def _dispatch(farm: SimFarm, req: dict[str, Any], stop: asyncio.Event) -> dict[s
     return {"ok": False, "error": f"unknown op {op!r}"}
 
 
+def _down(name: str) -> str:
+    return "distrl sim down" + ("" if name == "default" else f" --name {name}")
+
+
 def _alive(path: Path) -> bool:
     try:
         pid = int(json.loads(path.read_text())["pid"])
@@ -203,7 +213,7 @@ def spawn_detached(argv: list[str], name: str, timeout: float = 30.0) -> dict[st
     """Start ``distrl sim serve …`` in its own session and wait for its state file."""
     path = state_file(name)
     if path.exists() and _alive(path):
-        raise SimServiceError(f"a sim farm named {name!r} is already up; `distrl sim down` first")
+        raise SimServiceError(f"a sim farm named {name!r} is already up; `{_down(name)}` first")
     path.unlink(missing_ok=True)
     log = log_file(name)
     log.parent.mkdir(parents=True, exist_ok=True)

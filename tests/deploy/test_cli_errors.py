@@ -90,7 +90,7 @@ def test_unknown_device_as_a_user_sees_it(private_adb: Any) -> None:
 def test_exit_status_follows_the_task_when_there_is_one() -> None:
     """`deploy --task` printed "task: SUCCESS" and exited 1 when the agent ran on to its
     step limit after the task was done: with a task, its verdict is the status."""
-    from farm.cli_deploy import deploy_exit_status
+    from farm.cli.deploy import deploy_exit_status
 
     assert deploy_exit_status("step-limit", True) == 0
     assert deploy_exit_status("completed", False) == 1

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from farm.broker import EmbeddedBroker, find_mosquitto, free_port
-from farm.cli_broker import broker as broker_cmd
+from farm.cli.broker import broker as broker_cmd
 
 
 async def test_broker_restart_keeps_url(broker: EmbeddedBroker) -> None:
@@ -37,7 +37,7 @@ def test_cli_help_and_run() -> None:
     res = CliRunner().invoke(broker_cmd, ["--help"])
     assert res.exit_code == 0 and "--backend" in res.output
     port = free_port()
-    code = ("import sys; from farm.cli_broker import broker; "
+    code = ("import sys; from farm.cli.broker import broker; "
             "sys.argv=['distrl-broker','--port',sys.argv[1],'--backend','amqtt']; broker()")
     proc = subprocess.Popen([sys.executable, "-c", code, str(port)],
                             stderr=subprocess.PIPE, text=True)

@@ -23,11 +23,11 @@ from farm.broker_password import (
     read_password_file,
     url_with_password,
 )
-from farm.cli_config import FieldsHelp
+from farm.cli.common import CONTEXT
+from farm.cli.config import FieldsHelp
 
 __all__ = ["farm", "traj"]
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
@@ -376,7 +376,8 @@ def farm_status(broker_url: str, password_file: Path | None, farm_id: str, wait:
         table.add_column(col, overflow="fold")
     now = time.time()
     for r in rows:
-        task = f"{r['task']} @{r['step']}" if r["task"] else "-"
+        task = "-" if not r["task"] else r["task"] if r["step"] is None else \
+            f"{r['task']} @{r['step']}"
         batt = f"{r['battery']} %" if r["battery"] is not None else "-"
         table.add_row(r["farm_id"], r["device_id"], r["state"], str(r["episodes"]),
                       escape(task), batt, escape(r["detail"] or "-"),
@@ -494,4 +495,11 @@ def _print_traj(d: Any, as_json: bool) -> None:
     click.echo(f"{time.strftime('%H:%M:%S')} {msg.farm_id}/{msg.device_id} {msg.task} "
                f"{msg.status} reward={msg.reward:g} steps={len(msg.steps)}"
                + (f" wall={wall:.1f}s" if isinstance(wall, int | float) else "")
-               + f" policy={meta.get('policy', '?')}@{meta.get('policy_version')} id={msg.id}")
+               + f" policy={_policy_label(meta)} id={msg.id}")
+
+
+def _policy_label(meta: dict[str, Any]) -> str:
+    """The policy that played, with its version once: names such as ``uitree@v755``
+    (PolicyAgent) already carry it."""
+    name, ver = str(meta.get("policy", "?")), meta.get("policy_version")
+    return name if ver is None or name.endswith(f"@v{ver}") else f"{name}@v{ver}"

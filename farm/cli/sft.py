@@ -13,10 +13,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from distrl_sdk.errors import DistRLError
+from farm.cli.common import CONTEXT
 
 __all__ = ["sft"]
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True, highlight=False)
 

@@ -11,9 +11,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from farm.cli.common import CONTEXT
+
 __all__ = ["FieldsHelp", "config"]
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 class FieldsHelp(click.Command):

@@ -12,9 +12,10 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from farm.cli.common import CONTEXT
+
 __all__ = ["demo"]
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 err_console = Console(stderr=True, soft_wrap=True)
 
 

@@ -18,8 +18,8 @@ from rich.markup import escape
 from distrl_sdk.errors import DistRLError
 from distrl_sdk.wire.url_mask import mask_url
 from farm.broker_password import password_file_option
+from farm.cli.common import CONTEXT
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True, highlight=False)
 
@@ -72,7 +72,9 @@ def _make_policy(spec: str, seed: int, sample: bool) -> tuple[Any, str]:
                                "with policy.json and policy.safetensors")
     from distrl_sdk.learn import PolicyAgent
     from distrl_sdk.policies import load_policy
+    from farm.learner.paths import policy_dir
 
+    path = policy_dir(path)  # a learner's run dir: its newest checkpoint
     policy, version = load_policy(path)  # ConfigError names what is wrong
     agent = PolicyAgent(policy, version, greedy=not sample)
     return agent, f"{agent.name} ({path}{', sampling' if sample else ''})"
@@ -91,7 +93,8 @@ def _confirm(report: Any) -> bool:
               help="Serial on the adb server: USB serial, HOST:PORT (adb connect-ed if "
                    "needed), emulator-5554, or a sim phone's 127.0.0.1:PORT.")
 @click.option("--policy", "-p", "policy_spec", required=True,
-              help="Checkpoint directory (policy.json + policy.safetensors), `published` "
+              help="Checkpoint directory (policy.json + policy.safetensors; a learner's "
+                   "run dir means its newest checkpoint), `published` "
                    "(the newest policy a learner published on --broker), `random`, or "
                    "`oracle` (the task's scripted solution; needs --task).")
 @click.option("--task", "task_name", default=None,

@@ -26,8 +26,8 @@ from farm.broker_password import (
     password_file_option,
     url_with_password,
 )
+from farm.cli.common import CONTEXT
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
@@ -126,7 +126,9 @@ def learner(config_path: Path | None, broker_url: str | None, password_file: Pat
         parse_broker_url(cfg.broker_url)
         if cfg.init_policy is not None:
             from distrl_sdk.policies import load_policy
+            from farm.learner.paths import policy_dir
 
+            cfg.init_policy = policy_dir(cfg.init_policy)  # a run dir: its newest
             load_policy(cfg.init_policy)  # a bad checkpoint: exit 2 before any broker work
         for d in cfg.demos:
             from distrl_sdk.learn.demos import read_manifest

@@ -14,12 +14,20 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from distrl_sdk.errors import DistRLError, TaskError
 from distrl_sdk.trajectory import EpisodeStatus, Trajectory
+from farm.cli.common import CONTEXT
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
@@ -60,10 +68,11 @@ def tasks_list(paths: tuple[Path, ...], as_json: bool) -> None:
         return
     table = Table()
     table.add_column("task", no_wrap=True)
-    for col in ("difficulty", "steps", "apps", "oracle", "source"):
+    for col in ("difficulty", "tags", "steps", "apps", "oracle", "source"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["name"], r["difficulty"], str(r["max_steps"]), ", ".join(r["apps"]),
+        table.add_row(r["name"], r["difficulty"], ", ".join(r["tags"]) or "-",
+                      str(r["max_steps"]), ", ".join(r["apps"]),
                       "yes" if r["oracle"] else "-", r["source"])
     console.print(table)
     console.print(f"{len(rows)} tasks")
@@ -222,7 +231,14 @@ async def _run(cls: Any, serial: str | None, sim: bool, policy_name: str, episod
     device = AdbDevice(serial, port=port)
     rng = random.Random(seed)
     out: list[Trajectory] = []
+    # a bar on a terminal for long runs (-n 1000); episode lines print above it
+    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("{task.fields[wins]} successful"), TimeElapsedColumn(),
+                   TimeRemainingColumn(), console=console, transient=True,
+                   disable=as_json or episodes == 1 or not console.is_terminal)
+    job = bar.add_task(escape(cls.name), total=episodes, wins=0)
     try:
+        bar.start()
         for i in range(episodes):
             task = cls.sample(rng, split)
             pol: Any = OraclePolicy(task.oracle(device)) if policy_name == "oracle" \
@@ -239,7 +255,10 @@ async def _run(cls: Any, serial: str | None, sim: bool, policy_name: str, episod
                     f"episode {i + 1}: {traj.status.value.upper()} reward {traj.reward:.2f} "
                     f"in {len(traj.steps)} steps ({secs:.1f} s): {traj.instruction}{extra}",
                     highlight=False, markup=False)
+            bar.update(job, advance=1,
+                       wins=sum(t.status is EpisodeStatus.SUCCESS for t in out))
     finally:
+        bar.stop()
         if adb is not None:
             await asyncio.to_thread(adb.stop)
         if farm is not None:

@@ -1,4 +1,5 @@
-"""The ``distrl`` command line."""
+"""``distrl sim``: simulated phones as a background service (up, down, status, fault),
+and the guided adb tour."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from distrl_sdk import DistRLError, __version__
+from distrl_sdk import DistRLError
+from farm.cli.common import CONTEXT
 from farm.sim.faults import FAULT_HELP, FaultKind
 from farm.sim.profiles import PROFILES
 from farm.sim.spec import SCREEN_PRESETS
@@ -20,30 +22,13 @@ from farm.sim.spec import SCREEN_PRESETS
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
-
 
 def _fail(message: str) -> None:
     err_console.print(f"[bold red]error:[/] {message}")
     sys.exit(2)
 
 
-@click.group(context_settings=CONTEXT)
-@click.version_option(__version__, prog_name="distrl")
-def cli() -> None:
-    """DistRL: asynchronous distributed RL for phone-control agents.
-
-    `distrl demo` runs everything on one machine: sim phones, a farm, the A-RIDE
-    learner and the TUI. The parts: simulated phones that speak the real ADB protocol
-    (`sim`), tasks and their evaluation (`tasks`), a collection farm (`farm`), the
-    learner (`learner`), the terminal UI (`tui`), a trained agent on a phone (`deploy`),
-    an MQTT broker (`broker`) and the effective configuration (`config`). Every command
-    takes --help.
-    """
-
-
-# -- sim ---------------------------------------------------------------------------
-@cli.group(context_settings=CONTEXT)
+@click.group("sim", context_settings=CONTEXT)
 def sim() -> None:
     """Simulated Android phones that real `adb`, adbutils and DistRL drive over ADB.
 
@@ -91,10 +76,22 @@ def sim_up(count: int, profile: str, seed: int, base_port: int, screen: str, nam
             "--base-port", str(base_port), "--screen", screen, "--name", name]
     if connect:
         argv.append("--connect")
+    down = "distrl sim down" + ("" if name == "default" else f" --name {name}")
     if foreground:
-        ctx = click.get_current_context()
-        ctx.invoke(sim_serve, count=count, profile=profile, seed=seed, base_port=base_port,
-                   screen=screen, name=name, connect=connect)
+        def ready(state: dict[str, Any]) -> None:
+            _print_phones(state["phones"])
+            console.print(f"\n{count} phone(s) up in this process (pid {state['pid']}).\n"
+                          f"Stop with:     Ctrl-C or {down}")
+
+        opts = service.ServeOptions(count=count, profile=profile, seed=seed,
+                                    base_port=base_port, screen=screen, name=name,
+                                    connect=connect)
+        try:
+            asyncio.run(service.serve(opts, on_ready=ready))
+        except service.SimServiceError as exc:
+            _fail(str(exc))
+        except KeyboardInterrupt:
+            pass
         return
     try:
         state = service.spawn_detached(argv, name)
@@ -108,7 +105,7 @@ def sim_up(count: int, profile: str, seed: int, base_port: int, screen: str, nam
            if state["connected"] else
            f"Connect with:  adb connect {first}   (or rerun with --connect)\n")
         + f"Then e.g.:     adb -s {first} shell input keyevent HOME\n"
-        + "Stop with:     distrl sim down"
+        + f"Stop with:     {down}"
     )
 
 
@@ -195,12 +192,26 @@ def _say(text: str) -> None:
 
 def _print_phones(rows: list[dict[str, Any]]) -> None:
     table = Table()
-    for col in ("name", "serial", "profile", "screen", "foreground", "battery", "faults"):
-        table.add_column(col, no_wrap=col != "foreground", overflow="fold")
-    for r in rows:
-        table.add_row(r["name"], r["serial"], r["profile"], r["screen"], r["focus"],
-                      f"{r['battery']} %", ", ".join(r["faults"]) or "-")
+    cells = [[r["name"], r["serial"], r["profile"], r["screen"], _short(r["focus"]),
+              f"{r['battery']} %", ", ".join(r["faults"]) or "-"] for r in rows]
+    heads = ("name", "serial", "profile", "screen", "foreground", "battery", "faults")
+    widths = [max([len(col), *(len(c[i]) for c in cells)]) for i, col in enumerate(heads)]
+    # one line per phone at any width: only the activity gives way (cut, not folded);
+    # each column costs 3 cells of border and padding, the table one more
+    room = console.width - 1 - 3 * len(heads) - sum(widths) + widths[4]
+    for i, col in enumerate(heads):
+        table.add_column(col, no_wrap=True, overflow="ellipsis",
+                         max_width=max(4, room) if col == "foreground" else None,
+                         min_width=widths[i] if col != "foreground" else None)
+    for c in cells:
+        table.add_row(*c)
     console.print(table)
+
+
+def _short(component: str) -> str:
+    """``pkg/pkg.Main`` → ``pkg/.Main``, as ``am`` and ``dumpsys`` shorten components."""
+    pkg, sep, cls = component.partition("/")
+    return f"{pkg}/{cls[len(pkg):]}" if sep and cls.startswith(pkg + ".") else component
 
 
 # -- sim tour ----------------------------------------------------------------------
@@ -227,53 +238,3 @@ def tour(count: int, profile: str, seed: int, out: Path, duration: float | None)
         console.print("Stopped.")
     except (TourFailed, DistRLError, RuntimeError, FileNotFoundError) as exc:
         _fail(str(exc))
-
-
-# the subcommands live in their own modules, registered once the group exists
-from farm.cli_broker import broker  # noqa: E402
-from farm.cli_config import config  # noqa: E402
-from farm.cli_demo import demo  # noqa: E402
-from farm.cli_demos import demos  # noqa: E402
-from farm.cli_deploy import deploy  # noqa: E402
-from farm.cli_farm import farm, traj  # noqa: E402
-from farm.cli_learner import learner  # noqa: E402
-from farm.cli_tasks import tasks  # noqa: E402
-
-for _cmd in (demo, farm, traj, learner, deploy, tasks, broker, config):
-    cli.add_command(_cmd)
-cli.add_command(demos)
-from farm.cli_sft import sft  # noqa: E402
-
-cli.add_command(sft)
-from farm.cli_eval import eval_cmd  # noqa: E402
-
-cli.add_command(eval_cmd)
-
-
-def _plugin_commands() -> None:
-    """Commands other distributions add through the ``distrl.commands`` entry-point group
-    (the TUI registers ``distrl tui`` this way: farm never imports tui)."""
-    from importlib.metadata import entry_points
-
-    for ep in entry_points(group="distrl.commands"):
-        if ep.name in cli.commands:
-            continue
-        try:
-            command = ep.load()
-        except Exception as exc:  # a broken plugin must not take the whole CLI down
-            err_console.print(f"[yellow]warning:[/] command plugin {ep.name!r} "
-                              f"({ep.value}) failed to load: {exc}")
-            continue
-        if isinstance(command, click.Command):
-            cli.add_command(command, ep.name)
-
-
-_plugin_commands()
-
-
-def main() -> None:
-    cli(prog_name="distrl")
-
-
-if __name__ == "__main__":
-    main()

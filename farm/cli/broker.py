@@ -12,8 +12,11 @@ from pathlib import Path
 import click
 
 from distrl_sdk.wire.topics import TopicError
+from distrl_sdk.wire.url_mask import mask_url
 from farm.broker import BrokerStartError, EmbeddedBroker, find_mosquitto
 from farm.broker_acl import BrokerAccounts, default_accounts_dir, mosquitto_acl
+from farm.broker_bridge import Bridge
+from farm.cli.common import CONTEXT
 
 __all__ = ["broker"]
 
@@ -55,7 +58,7 @@ _FARM_OPTION = click.option(
 
 
 @click.group("broker", invoke_without_command=True,
-             context_settings={"help_option_names": ["-h", "--help"]})
+             context_settings=CONTEXT)
 @click.option("--port", type=click.IntRange(0, 65535), default=1883, show_default=True,
               help="Loopback port to listen on (0: pick a free one).")
 @click.option("--backend", type=click.Choice(["auto", "mosquitto", "amqtt"]), default="auto",
@@ -69,9 +72,17 @@ _FARM_OPTION = click.option(
 @click.option("--allow-anonymous", is_flag=True,
               help="No accounts and no ACL: anyone who reaches the port may command "
                    "devices, ack trajectories and publish policies. Tests only.")
+@click.option("--bridge-to", "bridge_url", default=None, metavar="URL",
+              help="Also forward this site's farms (--farm) to a central broker, "
+                   "mqtt[s]://farm-ID@host[:port] (?ca=PATH for TLS), and bring their "
+                   "acks, commands and policies back; queued while the link is down "
+                   "(mosquitto's bridge).")
+@click.option("--bridge-password-file", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="The central account's password, for --bridge-to.")
 @click.pass_context
 def broker(ctx: click.Context, port: int, backend: str, farms: tuple[str, ...],
-           accounts_dir: Path | None, allow_anonymous: bool) -> None:
+           accounts_dir: Path | None, allow_anonymous: bool, bridge_url: str | None,
+           bridge_password_file: Path | None) -> None:
     """Run an embedded MQTT broker on 127.0.0.1 for farms and learners.
 
     Anonymous clients are refused. Each part has an account whose password is in
@@ -85,6 +96,7 @@ def broker(ctx: click.Context, port: int, backend: str, farms: tuple[str, ...],
     temp dir is removed) and the exit status is 0; 1 if the broker itself died."""
     if ctx.invoked_subcommand is not None:
         return
+    bridge = _bridge(bridge_url, bridge_password_file, farms or ("farm",), backend)
     if backend == "mosquitto" and not find_mosquitto():
         raise click.ClickException("mosquitto not found; install it or use --backend amqtt")
     if port:
@@ -99,7 +111,8 @@ def broker(ctx: click.Context, port: int, backend: str, farms: tuple[str, ...],
             loop.add_signal_handler(sig, stop.set)
         b = EmbeddedBroker(port=port or None,
                            backend="mosquitto" if backend == "mosquitto" else
-                           "amqtt" if backend == "amqtt" else "auto", accounts=accounts)
+                           "amqtt" if backend == "amqtt" else "auto", accounts=accounts,
+                           bridge=bridge)
         try:
             try:
                 await b.start()
@@ -112,6 +125,10 @@ def broker(ctx: click.Context, port: int, backend: str, farms: tuple[str, ...],
                 click.echo(accounts.describe() if accounts is not None else
                            "warning: anonymous clients may do anything (--allow-anonymous)",
                            err=True)
+                if bridge is not None:
+                    click.echo(f"bridged to {mask_url(bridge.url)} for farm(s) "
+                               f"{', '.join(bridge.farms)} (queued while the link is down)",
+                               err=True)
                 while not stop.is_set():
                     # wakes at once on a signal, every second to see the broker is alive
                     try:
@@ -127,6 +144,30 @@ def broker(ctx: click.Context, port: int, backend: str, farms: tuple[str, ...],
                 loop.remove_signal_handler(sig)
 
     asyncio.run(serve())
+
+
+def _bridge(url: str | None, password_file: Path | None, farms: tuple[str, ...],
+            backend: str) -> Bridge | None:
+    """The --bridge-to settings, checked before anything starts (exit 2 on a mistake)."""
+    if url is None:
+        if password_file is not None:
+            raise click.UsageError("--bridge-password-file needs --bridge-to")
+        return None
+    if backend == "amqtt":
+        raise click.UsageError("--bridge-to needs mosquitto (amqtt cannot bridge)")
+    if not find_mosquitto():
+        raise click.UsageError("--bridge-to needs mosquitto (apt install mosquitto)")
+    password = None
+    if password_file is not None:
+        try:
+            password = password_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise click.UsageError(f"--bridge-password-file: {exc.strerror}: "
+                                   f"{password_file}") from None
+    try:
+        return Bridge(url, farms=list(farms), password=password)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--bridge-to") from None
 
 
 @broker.command("acl")

@@ -16,7 +16,8 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+from farm.cli.common import CONTEXT
+
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True, highlight=False)
 
@@ -82,7 +83,9 @@ def _policy(spec: str, seed: int, greedy: bool) -> Any:
     from distrl_sdk.errors import DistRLError
     from distrl_sdk.learn import PolicyAgent
     from distrl_sdk.policies import load_policy
+    from farm.learner.paths import policy_dir
 
+    path = policy_dir(path)  # a learner's run dir: its newest checkpoint
     try:
         policy, version = load_policy(path)
     except DistRLError as exc:
@@ -97,7 +100,8 @@ def _policy(spec: str, seed: int, greedy: bool) -> Any:
 @click.command("eval", context_settings=CONTEXT, epilog=EPILOG)
 @click.option("--policy", "-p", "policy_spec", required=True,
               help="A policy checkpoint directory (what `distrl learner` and `distrl sft` "
-                   "write, `distrl deploy` reads), `oracle` (the tasks' scripted solutions: "
+                   "write, `distrl deploy` reads; a learner's run dir means its newest "
+                   "checkpoint), `oracle` (the tasks' scripted solutions: "
                    "the ceiling) or `random` (the floor).")
 @click.option("--sim", type=click.IntRange(1, 256), default=None,
               help="Evaluate on N simulated phones started in-process.")

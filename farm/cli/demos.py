@@ -18,10 +18,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from distrl_sdk.errors import DistRLError
+from farm.cli.common import CONTEXT
 
 __all__ = ["demos"]
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True, highlight=False)
 
@@ -252,3 +252,47 @@ def demos_show(directory: Path, as_json: bool) -> None:
                   f"{m['steps']} steps, demonstrator {m.get('policy')}, splits {m.get('splits')}")
     for name, n in m.get("tasks", {}).items():
         console.print(f"  {name}: {n}", markup=False)
+
+
+@demos.command("export", context_settings=CONTEXT)
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["hf"]), default="hf", show_default=True,
+              help="hf: a Hugging Face `datasets` dataset (one row per step, the screen as "
+                   "an image feature), written with save_to_disk.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Directory to write (must not exist).")
+def demos_export(directory: Path, fmt: str, out: Path) -> None:
+    """Export the dataset at DIRECTORY for other tools (`datasets.load_from_disk(OUT)`;
+    `.push_to_hub` from there). `distrl demos import` reads it back."""
+    from distrl_sdk.learn.demos_hf import to_hf
+
+    if out.exists():
+        _fail(f"{out} already exists (choose another --out, or delete it)")
+    try:
+        data = to_hf(directory)
+        data.save_to_disk(str(out))
+    except DistRLError as exc:
+        _fail(str(exc))
+    console.print(f"{data.num_rows} steps of {len(set(data['episode_id']))} episodes → {out} "
+                  f"(Hugging Face datasets, columns: {', '.join(data.column_names)})",
+                  markup=False)
+
+
+@demos.command("import", context_settings=CONTEXT)
+@click.argument("source", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
+              help="Demonstration dataset to write.")
+@click.option("--append", is_flag=True, help="Add to an existing dataset at --out.")
+def demos_import(source: Path, out: Path, append: bool) -> None:
+    """Read a Hugging Face dataset written by `distrl demos export` (SOURCE: its
+    save_to_disk directory) into a demonstration dataset that `distrl sft` takes."""
+    from distrl_sdk.learn.demos import read_manifest
+    from distrl_sdk.learn.demos_hf import from_hf
+
+    try:
+        from_hf(source, out, append=append)
+        m = read_manifest(out)
+    except DistRLError as exc:
+        _fail(str(exc))
+    console.print(f"{source} → {out}: {m['episodes']} episodes, {m['steps']} steps",
+                  markup=False)
