@@ -48,12 +48,13 @@ class H264Writer:
         if fmt is None:
             raise ValueError(f"frames are RGB or RGBA arrays, not shape {image.shape}")
         pixels = np.ascontiguousarray(image)
+        if (pixels.shape[1], pixels.shape[0]) != self.size:  # scaled once, not per repeat
+            pixels = av.VideoFrame.from_ndarray(pixels, format=fmt).reformat(
+                width=self.size[0], height=self.size[1]).to_ndarray()
         for _ in range(repeat):
             # a frame object per picture shown: the encoder keeps frames it has been
             # given (look-ahead), so one object re-stamped would repeat its timestamps
             frame = av.VideoFrame.from_ndarray(pixels, format=fmt)
-            if (frame.width, frame.height) != self.size:
-                frame = frame.reformat(width=self.size[0], height=self.size[1])
             frame.pts = self.frames
             frame.time_base = self._tb
             self._out.mux(self._stream.encode(frame))

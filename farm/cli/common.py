@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
-__all__ = ["CONTEXT"]
+import sys
+from typing import NoReturn
+
+from rich.console import Console
+from rich.markup import escape
+
+__all__ = ["CONTEXT", "fail"]
 
 #: click context settings of every command: -h as well as --help, help 100 columns wide
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+_stderr = Console(stderr=True, soft_wrap=True, highlight=False)
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """A one-line ``error: …`` on stderr (the message is text, never markup) and exit
+    ``code``: 2 for a user's mistake, as every command promises."""
+    _stderr.print(f"[bold red]error:[/] {escape(message)}")
+    sys.exit(code)

@@ -11,14 +11,13 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 from rich.console import Console
-from rich.markup import escape
 
 from distrl_sdk.errors import DistRLError
-from farm.cli.common import CONTEXT
+from farm.cli.common import CONTEXT, fail
 
 __all__ = ["demos"]
 
@@ -32,10 +31,6 @@ are left out unless --keep-failed); 2 bad input; 130 interrupted (finished episo
 are kept).
 """
 
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {escape(message)}")
-    sys.exit(code)
 
 
 @click.group("demos", context_settings=CONTEXT)
@@ -95,42 +90,42 @@ def demos_record(task_names: tuple[str, ...], tags: tuple[str, ...], all_tasks: 
     from distrl_sdk.registry import TaskRegistry
 
     if (sim_count is None) == (not serials):
-        _fail("give exactly one of --sim N or --device SERIAL …")
+        fail("give exactly one of --sim N or --device SERIAL …")
     all_tasks = all_tasks or not (task_names or tags)  # every task, like eval and farm up
     try:
         reg = TaskRegistry.discover(paths)
     except DistRLError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     chosen: dict[str, Any] = {}
     for name in task_names:
         try:
             chosen[name] = reg.get(name)
         except DistRLError as exc:
-            _fail(str(exc))
+            fail(str(exc))
     for cls in reg:
         if all_tasks or set(tags) & set(cls.tags):
             chosen.setdefault(cls.name, cls)
     if not chosen:
-        _fail(f"no task has tag(s) {', '.join(tags)}")
+        fail(f"no task has tag(s) {', '.join(tags)}")
     if policy_spec == "oracle":
         lacking = [n for n, c in chosen.items() if not c().has_oracle]
         if lacking:
-            _fail(f"no oracle for: {', '.join(lacking)} (use another --policy)")
+            fail(f"no oracle for: {', '.join(lacking)} (use another --policy)")
     elif policy_spec != "random":
         p = Path(policy_spec)
         if not p.is_dir():
-            _fail(f"--policy {policy_spec}: not `oracle`, `random` or a checkpoint directory")
+            fail(f"--policy {policy_spec}: not `oracle`, `random` or a checkpoint directory")
     if (out / "episodes.jsonl").exists() and not append:
-        _fail(f"{out} already holds a dataset (use --append, or another --out)")
+        fail(f"{out} already holds a dataset (use --append, or another --out)")
     jobs = [_Job(c, split, k) for c in chosen.values() for k in range(episodes_per_task)]
     port = adb_port or int(os.environ.get("ANDROID_ADB_SERVER_PORT", "5037"))
     try:
         summary = asyncio.run(_record(jobs, policy_spec, sim_count, list(serials), port, out,
                                       append, keep_failed, not no_frames, seed))
     except KeyboardInterrupt:
-        _fail("interrupted (the episodes finished so far are kept)", 130)
+        fail("interrupted (the episodes finished so far are kept)", 130)
     except DistRLError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -244,7 +239,7 @@ def demos_show(directory: Path, as_json: bool) -> None:
     try:
         m = read_manifest(directory)
     except DistRLError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if as_json:
         click.echo(json.dumps(m, indent=2))
         return
@@ -267,12 +262,12 @@ def demos_export(directory: Path, fmt: str, out: Path) -> None:
     from distrl_sdk.learn.demos_hf import to_hf
 
     if out.exists():
-        _fail(f"{out} already exists (choose another --out, or delete it)")
+        fail(f"{out} already exists (choose another --out, or delete it)")
     try:
         data = to_hf(directory)
         data.save_to_disk(str(out))
     except DistRLError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     console.print(f"{data.num_rows} steps of {len(set(data['episode_id']))} episodes → {out} "
                   f"(Hugging Face datasets, columns: {', '.join(data.column_names)})",
                   markup=False)
@@ -293,6 +288,6 @@ def demos_import(source: Path, out: Path, append: bool) -> None:
         from_hf(source, out, append=append)
         m = read_manifest(out)
     except DistRLError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     console.print(f"{source} → {out}: {m['episodes']} episodes, {m['steps']} steps",
                   markup=False)

@@ -9,7 +9,7 @@ import os
 import random
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 from rich.console import Console
@@ -18,7 +18,7 @@ from rich.markup import escape
 from distrl_sdk.errors import DistRLError
 from distrl_sdk.wire.url_mask import mask_url
 from farm.broker_password import password_file_option
-from farm.cli.common import CONTEXT
+from farm.cli.common import CONTEXT, fail
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True, highlight=False)
@@ -47,10 +47,6 @@ builds that command line for the selected phone.
 PUBLISHED = "published"
 
 
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {escape(message)}")
-    sys.exit(code)
 
 
 def _make_policy(spec: str, seed: int, sample: bool) -> tuple[Any, str]:
@@ -162,7 +158,7 @@ def deploy(instruction: str | None, serial: str, policy_spec: str, task_name: st
         try:
             task = reg.get(task_name).sample(random.Random(seed), "test")
         except TaskError as exc:
-            _fail(str(exc))
+            fail(str(exc))
     if policy_spec == "oracle" and task is None:
         raise click.UsageError("--policy oracle replays a task's solution: give --task NAME")
     if policy_spec == PUBLISHED and not broker:
@@ -177,7 +173,7 @@ def deploy(instruction: str | None, serial: str, policy_spec: str, task_name: st
                                        override=password_file is not None)
             parse_broker_url(broker)
         except ValueError as exc:
-            _fail(f"--broker: {exc}")
+            fail(f"--broker: {exc}")
     if instruction is None or not instruction.strip():
         if task is None:
             raise click.UsageError("give an INSTRUCTION (or --task NAME to use its instruction)")
@@ -190,7 +186,7 @@ def deploy(instruction: str | None, serial: str, policy_spec: str, task_name: st
                                         max_seconds=max_seconds))
         policy, policy_name = _make_policy(policy_spec, seed, sample)
     except DistRLError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     out_dir = out or Path("runs/deploy") / dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     port = adb_port or int(os.environ.get("ANDROID_ADB_SERVER_PORT", "5037"))
     opts = DeployOptions(instruction=instruction, out_dir=out_dir, guard=guard,
@@ -206,9 +202,9 @@ def deploy(instruction: str | None, serial: str, policy_spec: str, task_name: st
         result = asyncio.run(_main(serial, port, policy, policy_spec, opts, broker, as_json,
                                    fetch_timeout, sample))
     except KeyboardInterrupt:
-        _fail(f"interrupted; what was recorded is in {out_dir}", 130)
+        fail(f"interrupted; what was recorded is in {out_dir}", 130)
     except DistRLError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, default=str))
     else:

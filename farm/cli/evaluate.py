@@ -8,7 +8,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 from rich.console import Console
@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from farm.cli.common import CONTEXT
+from farm.cli.common import CONTEXT, fail
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True, highlight=False)
@@ -41,10 +41,6 @@ flags); 130 interrupted.
 """
 
 
-def _fail(message: str, code: int = 2) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {escape(message)}")
-    sys.exit(code)
-
 
 def _select(names: tuple[str, ...], tags: tuple[str, ...], paths: tuple[Path, ...]
             ) -> list[Any]:
@@ -55,15 +51,15 @@ def _select(names: tuple[str, ...], tags: tuple[str, ...], paths: tuple[Path, ..
     try:
         reg = TaskRegistry.discover(paths)
     except DistRLError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     globs = [n for n in names if any(c in n for c in "*?[")]
     exact = [n for n in names if n not in globs]
     try:
         tasks = select_tasks(TasksSection(names=exact, globs=globs, tags=list(tags)), reg)
     except ConfigError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if not tasks:
-        _fail("no tasks registered (see `distrl tasks list`)")
+        fail("no tasks registered (see `distrl tasks list`)")
     return tasks
 
 
@@ -76,9 +72,9 @@ def _policy(spec: str, seed: int, greedy: bool) -> Any:
         return RandomEval(seed)
     path = Path(spec)
     if not path.exists():
-        _fail(f"--policy {spec}: no such checkpoint directory (or use `oracle` / `random`)")
+        fail(f"--policy {spec}: no such checkpoint directory (or use `oracle` / `random`)")
     if not path.is_dir():
-        _fail(f"--policy {spec}: not a directory; a checkpoint is a directory with "
+        fail(f"--policy {spec}: not a directory; a checkpoint is a directory with "
               "policy.json and policy.safetensors")
     from distrl_sdk.errors import DistRLError
     from distrl_sdk.learn import PolicyAgent
@@ -89,7 +85,7 @@ def _policy(spec: str, seed: int, greedy: bool) -> Any:
     try:
         policy, version = load_policy(path)
     except DistRLError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     reseed = getattr(policy, "reseed", None)
     if not greedy and callable(reseed):
         reseed(seed)
@@ -162,7 +158,7 @@ def eval_cmd(policy_spec: str, sim: int | None, sim_profile: str, devices: tuple
             "tasks_evaluated": len(tasks)}
     port = adb_port or int(os.environ.get("ANDROID_ADB_SERVER_PORT", "5037"))
     if out is not None and out.parent and not out.parent.exists():
-        _fail(f"--out {out}: no such directory {out.parent}")
+        fail(f"--out {out}: no such directory {out.parent}")
     try:
         report = asyncio.run(_run(
             instances, policy, sim=sim, sim_profile=sim_profile, devices=list(devices),
@@ -170,9 +166,9 @@ def eval_cmd(policy_spec: str, sim: int | None, sim_profile: str, devices: tuple
             episode_timeout=episode_timeout, ready_timeout=ready_timeout, meta=meta,
             progress=not as_json))
     except KeyboardInterrupt:
-        _fail("interrupted", 130)
+        fail("interrupted", 130)
     except _UserError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     data = report.as_dict()
     if out is not None:
         out.write_text(json.dumps(data, indent=2) + "\n")

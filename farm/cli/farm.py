@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import json
 import signal
-import sys
 import time
 import uuid
 from pathlib import Path
@@ -23,7 +22,7 @@ from farm.broker_password import (
     read_password_file,
     url_with_password,
 )
-from farm.cli.common import CONTEXT
+from farm.cli.common import CONTEXT, fail
 from farm.cli.config import FieldsHelp
 
 __all__ = ["farm", "traj"]
@@ -31,10 +30,6 @@ __all__ = ["farm", "traj"]
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
-
-def _fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
-    sys.exit(code)
 
 
 def _info(message: str) -> None:
@@ -47,7 +42,7 @@ def _with_password(url: str, password_file: Path | None) -> str:
         return url_with_password(url, broker_password(password_file),
                                  override=password_file is not None)
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -57,7 +52,7 @@ def _check_url(url: str) -> Any:
     try:
         return parse_broker_url(url)
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
 async def _client(url: str, **kw: Any) -> Any:
@@ -159,7 +154,7 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
     try:  # $DISTRL_BROKER_PASSWORD is the config's broker.password already
         password = read_password_file(password_file) if password_file is not None else None
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     flags: dict[str, tuple[Any, str]] = {
         "broker.url": (broker_url, "--broker"),
         "broker.password": (password, "--password-file"), "sim.count": (sim, "--sim"),
@@ -184,12 +179,12 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
         loaded = load_settings(config_file, flags=flags)
         tasks = select_tasks(loaded.settings.tasks, TaskRegistry.discover())
     except ConfigError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if not tasks:
-        _fail("no tasks registered")
+        fail("no tasks registered")
     st = loaded.settings
     if st.collect.eval_every_s is not None and st.collect.policy != "learned":
-        _fail("evaluation rounds (--eval-every / collect.eval_every_s) need --policy learned; "
+        fail("evaluation rounds (--eval-every / collect.eval_every_s) need --policy learned; "
               "use `distrl eval` to evaluate the oracle, random or a checkpoint")
     if st.broker.url is not None:
         from farm.config import effective_broker_url
@@ -198,9 +193,9 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
     try:
         summary = asyncio.run(_farm_up(st, tasks))
     except (RuntimeError, ConnectionError, ValueError, OSError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except KeyboardInterrupt:
-        _fail("interrupted", 130)
+        fail("interrupted", 130)
     if as_json:
         click.echo(json.dumps(summary, indent=2))
     else:
@@ -360,11 +355,11 @@ def farm_status(broker_url: str, password_file: Path | None, farm_id: str, wait:
         try:
             topics.check_id(farm_id, "farm id")
         except topics.TopicError as exc:
-            _fail(str(exc))
+            fail(str(exc))
     try:
         rows = asyncio.run(_statuses(broker_url, farm_id, wait))
     except ConnectionError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
@@ -442,11 +437,11 @@ def traj_tail(broker_url: str, password_file: Path | None, farm_id: str, count: 
     try:
         filt = topics.traj_filter(farm_id)
     except topics.TopicError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     try:
         asyncio.run(_tail(broker_url, filt, count, duration, as_json))
     except ConnectionError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except KeyboardInterrupt:
         pass
 

@@ -7,7 +7,6 @@ import contextlib
 import json
 import logging
 import signal
-import sys
 import time
 import tomllib
 from pathlib import Path
@@ -15,7 +14,6 @@ from typing import Any
 
 import click
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 
 __all__ = ["learner", "load_learner_config"]
@@ -26,15 +24,11 @@ from farm.broker_password import (
     password_file_option,
     url_with_password,
 )
-from farm.cli.common import CONTEXT
+from farm.cli.common import CONTEXT, fail
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
-
-def _fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
-    sys.exit(code)
 
 
 def _info(message: str) -> None:
@@ -135,24 +129,24 @@ def learner(config_path: Path | None, broker_url: str | None, password_file: Pat
 
             read_manifest(d)  # not a dataset: exit 2 before any broker work
     except ValueError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except Exception as exc:
         from distrl_sdk import DistRLError
 
         if isinstance(exc, DistRLError):
-            _fail(str(exc))
+            fail(str(exc))
         raise
     try:
         summary = asyncio.run(_run(cfg, duration))
     except ConnectionError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except KeyboardInterrupt:
-        _fail("interrupted", 130)
+        fail("interrupted", 130)
     except Exception as exc:  # a config the policy/trainer refuses: say so, no traceback
         from distrl_sdk import DistRLError
 
         if isinstance(exc, DistRLError | ValueError):
-            _fail(str(exc))
+            fail(str(exc))
         raise
     if as_json:
         click.echo(json.dumps(summary, indent=2, default=str))

@@ -4,26 +4,20 @@ that ``distrl learner --init``, ``distrl deploy --policy`` and ``distrl eval`` l
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import click
 from rich.console import Console
-from rich.markup import escape
 
 from distrl_sdk.errors import DistRLError
-from farm.cli.common import CONTEXT
+from farm.cli.common import CONTEXT, fail
 
 __all__ = ["sft"]
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True, highlight=False)
 
-
-def _fail(message: str, code: int = 2) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {escape(message)}")
-    sys.exit(code)
 
 
 def _parse_config(text: str | None) -> dict[str, Any]:
@@ -74,9 +68,9 @@ def sft(demo_dirs: tuple[Path, ...], policy_kind: str, policy_config: str | None
         report = _sft(demo_dirs, policy_kind, _parse_config(policy_config), init_ckpt,
                       epochs, lr, batch_size, out, seed, threads, as_json)
     except KeyboardInterrupt:
-        _fail("interrupted (nothing saved)", 130)
+        fail("interrupted (nothing saved)", 130)
     except (DistRLError, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return

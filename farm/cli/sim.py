@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from distrl_sdk import DistRLError
-from farm.cli.common import CONTEXT
+from farm.cli.common import CONTEXT, fail
 from farm.sim.faults import FAULT_HELP, FaultKind
 from farm.sim.profiles import PROFILES
 from farm.sim.spec import SCREEN_PRESETS
@@ -22,10 +21,6 @@ from farm.sim.spec import SCREEN_PRESETS
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
-
-def _fail(message: str) -> None:
-    err_console.print(f"[bold red]error:[/] {message}")
-    sys.exit(2)
 
 
 @click.group("sim", context_settings=CONTEXT)
@@ -89,14 +84,14 @@ def sim_up(count: int, profile: str, seed: int, base_port: int, screen: str, nam
         try:
             asyncio.run(service.serve(opts, on_ready=ready))
         except service.SimServiceError as exc:
-            _fail(str(exc))
+            fail(str(exc))
         except KeyboardInterrupt:
             pass
         return
     try:
         state = service.spawn_detached(argv, name)
     except service.SimServiceError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     _print_phones(state["phones"])
     first = state["phones"][0]["serial"]
     console.print(
@@ -122,7 +117,7 @@ def sim_serve(count: int, profile: str, seed: int, base_port: int, screen: str, 
     try:
         asyncio.run(service.serve(opts))
     except service.SimServiceError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except KeyboardInterrupt:
         pass
 
@@ -138,7 +133,7 @@ def sim_down(name: str) -> None:
     try:
         service.request(name, "down")
     except service.SimServiceError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     path = service.state_file(name)
     deadline = time.monotonic() + 15
     while path.exists() and time.monotonic() < deadline:
@@ -156,7 +151,7 @@ def sim_status(name: str, as_json: bool) -> None:
     try:
         reply = service.request(name, "status")
     except service.SimServiceError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if as_json:
         click.echo(json.dumps(reply["phones"], indent=2))
     else:
@@ -182,7 +177,7 @@ def sim_fault(phone: str, kind: str, seconds: float | None, value: float | None,
         reply = service.request(name, "fault", phone=phone, kind=kind, seconds=seconds,
                                 value=value)
     except service.SimServiceError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     console.print(f"{reply['phone']}: {reply['result']}")
 
 
@@ -237,4 +232,4 @@ def tour(count: int, profile: str, seed: int, out: Path, duration: float | None)
     except KeyboardInterrupt:
         console.print("Stopped.")
     except (TourFailed, DistRLError, RuntimeError, FileNotFoundError) as exc:
-        _fail(str(exc))
+        fail(str(exc))

@@ -26,7 +26,7 @@ from rich.table import Table
 
 from distrl_sdk.errors import DistRLError, TaskError
 from distrl_sdk.trajectory import EpisodeStatus, Trajectory
-from farm.cli.common import CONTEXT
+from farm.cli.common import CONTEXT, fail
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
@@ -35,10 +35,6 @@ paths_option = click.option(
     "--tasks-path", "-t", "paths", multiple=True, type=click.Path(exists=True, path_type=Path),
     help="Extra task pack (.toml file or directory); repeatable. Also $DISTRL_TASK_PATH.")
 
-
-def _fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
-    sys.exit(code)
 
 
 def _registry(paths: tuple[Path, ...]) -> Any:
@@ -89,7 +85,7 @@ def tasks_show(task: str, paths: tuple[Path, ...], as_json: bool, samples: int) 
     try:
         cls = reg.get(task)
     except TaskError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     rng = random.Random(0)
     info = {**cls().describe(), "source": reg.source(task),
             "train": [cls.sample(rng, "train").instruction for _ in range(samples)],
@@ -155,14 +151,14 @@ def tasks_run(task: str, serial: str | None, sim: bool, policy: str, episodes: i
               seed: int, adb_port: int | None, paths: tuple[Path, ...], as_json: bool) -> None:
     """Run TASK on a device for some episodes and report success."""
     if bool(serial) == sim:
-        _fail("give exactly one of --device SERIAL or --sim")
+        fail("give exactly one of --device SERIAL or --sim")
     reg = _registry(paths)
     try:
         cls = reg.get(task)
     except TaskError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     if policy == "oracle" and not cls().has_oracle:
-        _fail(f"task {task} has no oracle; use --policy random")
+        fail(f"task {task} has no oracle; use --policy random")
     port = adb_port or int(os.environ.get("ANDROID_ADB_SERVER_PORT", "5037"))
     if serial:
         _require_device(serial, port)
@@ -170,9 +166,9 @@ def tasks_run(task: str, serial: str | None, sim: bool, policy: str, episodes: i
         results = asyncio.run(_run(cls, serial, sim, policy, episodes, split, seed, port,
                                    as_json))
     except DistRLError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except KeyboardInterrupt:
-        _fail("interrupted", 130)
+        fail("interrupted", 130)
     wins = sum(r.status is EpisodeStatus.SUCCESS for r in results)
     if not as_json:
         console.print(f"{task}: {wins}/{len(results)} successful with the {policy} policy")
@@ -188,12 +184,12 @@ def _require_device(serial: str, port: int) -> None:
     try:
         listed = {d.serial: d.state for d in adbutils.AdbClient(port=port).list()}
     except Exception as exc:  # no server on that port, or one that does not answer
-        _fail(f"cannot reach the adb server on port {port} ({exc}); start it with "
+        fail(f"cannot reach the adb server on port {port} ({exc}); start it with "
               "`adb start-server` or pass --adb-port")
     if listed.get(serial) != "device":
         state = listed.get(serial)
         have = ", ".join(f"{k} ({v})" for k, v in sorted(listed.items())) or "none"
-        _fail(f"device {serial} is {state or 'not connected'} on the adb server at port "
+        fail(f"device {serial} is {state or 'not connected'} on the adb server at port "
               f"{port}; devices there: {have}")
 
 
@@ -237,6 +233,7 @@ async def _run(cls: Any, serial: str | None, sim: bool, policy_name: str, episod
                    TimeRemainingColumn(), console=console, transient=True,
                    disable=as_json or episodes == 1 or not console.is_terminal)
     job = bar.add_task(escape(cls.name), total=episodes, wins=0)
+    wins = 0
     try:
         bar.start()
         for i in range(episodes):
@@ -255,8 +252,8 @@ async def _run(cls: Any, serial: str | None, sim: bool, policy_name: str, episod
                     f"episode {i + 1}: {traj.status.value.upper()} reward {traj.reward:.2f} "
                     f"in {len(traj.steps)} steps ({secs:.1f} s): {traj.instruction}{extra}",
                     highlight=False, markup=False)
-            bar.update(job, advance=1,
-                       wins=sum(t.status is EpisodeStatus.SUCCESS for t in out))
+            wins += traj.status is EpisodeStatus.SUCCESS
+            bar.update(job, advance=1, wins=wins)
     finally:
         bar.stop()
         if adb is not None:

@@ -8,16 +8,12 @@ import pytest
 
 from farm.sim.phone import SimPhone
 from farm.sim.spec import PhoneSpec
+from tests.sim.test_ime import sh
 
 
 @pytest.fixture
 async def phone() -> SimPhone:
     return SimPhone(PhoneSpec(name="settings", seed=2))
-
-
-async def sh(phone: SimPhone, line: str) -> tuple[int, str, str]:
-    r = await phone.run_shell(line)
-    return r.exit_code, r.stdout_bytes.decode(), r.stderr_bytes.decode()
 
 
 async def test_query_insert_update_delete(phone: SimPhone) -> None:

@@ -162,9 +162,9 @@ def _keycombination(p: Proc, rest: list[str]) -> int:
     a lone key is that key."""
     if rest[:1] == ["-t"]:
         rest = rest[2:]
-    codes = [c for c in (keycode(a) for a in rest) if c]
     if len(rest) < 2:
         return _usage(p, "keycombination")
+    codes = [c for c in (keycode(a) for a in rest) if c]
     world = p.phone.world
     mods = {c for c in codes if c in _MODIFIERS}
     keys = [c for c in codes if c not in _MODIFIERS]
