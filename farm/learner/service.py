@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import itertools
 import json
 import logging
 import math
@@ -369,6 +370,9 @@ class _StepResult:
     metrics: dict[str, float] | None = None  # of an update, if one ran
     version: int = 0
     replay: int | None = None
+    # the trainer thread's order of reading version and replay: training and checkpoint
+    # results are awaited by different tasks, so they can be merged out of that order
+    seq: int = 0
     blob: tuple[int, bytes, str, dict[str, Any]] | None = None  # version, weights, kind, cfg
 
 
@@ -428,6 +432,8 @@ class LearnerService:
         self.publisher: WeightPublisher | None = None
         self.ready = asyncio.Event()  # restored, subscribed and first version published
         self._replay: int | None = None
+        self._trainer_seq = itertools.count(1)  # advanced in the trainer thread only
+        self._merged_seq = 0  # of the newest result whose replay size _replay shows
         # every trajectory id taken in, with its age: checkpointed, and the subscriber's
         # dedupe (which refuses what is older than the ids it still remembers)
         self._ids = SeenIds(capacity=100_000)
@@ -609,6 +615,12 @@ class LearnerService:
                 res.refused["refused_by_trainer"] += 1
         return res
 
+    def _stamp(self, res: _StepResult) -> None:
+        """(executor) The trainer's version and replay size now, in the thread's order."""
+        t = self.trainer
+        assert t is not None
+        res.version, res.replay, res.seq = t.version, replay_size(t), next(self._trainer_seq)
+
     def _snapshot_blob(self) -> tuple[int, bytes, str, dict[str, Any]]:
         t = self.trainer
         assert t is not None
@@ -624,7 +636,7 @@ class LearnerService:
             res.metrics = t.update()
             if t.version >= publish_after:
                 res.blob = self._snapshot_blob()
-        res.version, res.replay = t.version, replay_size(t)
+        self._stamp(res)
         return res
 
     def _write_checkpoint(self, eps: list[EpisodeRecord], ids: str,
@@ -668,7 +680,7 @@ class LearnerService:
             os.fsync(f.fileno())
         final = self.ckpt_dir / name
         os.replace(tmp, final)
-        res.version, res.replay = t.version, replay_size(t)
+        self._stamp(res)
         return final
 
     # -- event-loop side ---------------------------------------------------------------------
@@ -714,7 +726,8 @@ class LearnerService:
         self.refused.update(res.refused)
         self.episodes += res.accepted
         self._accepted_here += res.accepted
-        self._replay = res.replay if res.replay is not None else self._replay
+        if res.replay is not None and res.seq > self._merged_seq:  # never an older size
+            self._replay, self._merged_seq = res.replay, res.seq
         if res.metrics is not None:
             self.updates += 1
             self.stats.update()

@@ -202,6 +202,20 @@ async def test_restart_resumes_replay_version_and_dedupe(broker: EmbeddedBroker,
     assert sb["version"] >= sa["version"]
 
 
+def test_an_older_result_never_overwrites_the_replay_size(tmp_path: Path) -> None:
+    """The training loop and the checkpoint task await the trainer thread separately, so
+    their results can be merged out of order (a fresh-clone CI run once reported a
+    replay of 4 after 6 episodes at stop, from a checkpoint merged after a later step)."""
+    from farm.learner.service import _StepResult
+
+    svc = LearnerService(LearnerConfig(broker_url="mqtt://127.0.0.1:1", run_dir=tmp_path))
+    svc._merge(_StepResult(accepted=2, replay=6, seq=2))  # the newer reading first
+    svc._merge(_StepResult(accepted=4, replay=4, seq=1))  # then the older one
+    assert svc._replay == 6 and svc.episodes == 6  # episodes still all counted
+    svc._merge(_StepResult(replay=3, seq=3))  # a newer, smaller replay (pruned) wins
+    assert svc._replay == 3
+
+
 async def test_hostile_trajectories_are_rejected_and_counted(broker: EmbeddedBroker,
                                                              tmp_path: Path) -> None:
     svc = LearnerService(config(broker, tmp_path / "run",
