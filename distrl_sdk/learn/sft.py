@@ -114,6 +114,11 @@ def evaluate_steps(policy: TrainablePolicy, steps: Sequence[StepRecord],
     return {"steps": n, "nll": nll / n, "prob": prob / n, "accuracy": hits / n}
 
 
+def _training(set_training: Any, on: bool) -> None:
+    if callable(set_training):
+        set_training(on)
+
+
 def train_sft(policy: TrainablePolicy, train: Sequence[StepRecord],
               heldout: Sequence[StepRecord] = (), config: SFTConfig | None = None, *,
               progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
@@ -133,25 +138,33 @@ def train_sft(policy: TrainablePolicy, train: Sequence[StepRecord],
                                                                    cfg.batch_size)},
                               "epochs": []}
     order = list(range(len(train)))
-    for epoch in range(cfg.epochs):
-        rng.shuffle(order)
-        total = 0.0
-        for b in range(0, len(order), cfg.batch_size):
-            batch = [train[i] for i in order[b:b + cfg.batch_size]]
-            loss = -policy.evaluate(batch).log_prob.mean()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()  # type: ignore[no-untyped-call]
-            if cfg.grad_clip > 0:
-                torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
-            opt.step()
-            total += float(loss.detach()) * len(batch)
-        row: dict[str, Any] = {"epoch": epoch + 1, "train_loss": total / len(train),
-                               "seconds": round(time.monotonic() - t0, 2)}
-        if heldout:
-            row["heldout"] = evaluate_steps(policy, heldout, cfg.batch_size)
-        report["epochs"].append(row)
-        if progress is not None:
-            progress(row)
+    # a policy with a training mode (the UI-tree policy's token dropout) is in it for the
+    # gradient passes only; every figure in the report is read with it off
+    set_training = getattr(policy, "set_training", None)
+    try:
+        for epoch in range(cfg.epochs):
+            _training(set_training, True)
+            rng.shuffle(order)
+            total = 0.0
+            for b in range(0, len(order), cfg.batch_size):
+                batch = [train[i] for i in order[b:b + cfg.batch_size]]
+                loss = -policy.evaluate(batch).log_prob.mean()
+                opt.zero_grad(set_to_none=True)
+                loss.backward()  # type: ignore[no-untyped-call]
+                if cfg.grad_clip > 0:
+                    torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
+                opt.step()
+                total += float(loss.detach()) * len(batch)
+            _training(set_training, False)
+            row: dict[str, Any] = {"epoch": epoch + 1, "train_loss": total / len(train),
+                                   "seconds": round(time.monotonic() - t0, 2)}
+            if heldout:
+                row["heldout"] = evaluate_steps(policy, heldout, cfg.batch_size)
+            report["epochs"].append(row)
+            if progress is not None:
+                progress(row)
+    finally:
+        _training(set_training, False)
     report["after"] = {"train": evaluate_steps(policy, train, cfg.batch_size),
                        "heldout": evaluate_steps(policy, heldout, cfg.batch_size)}
     report["seconds"] = round(time.monotonic() - t0, 2)

@@ -133,6 +133,12 @@ class UITreeConfig:
     # (2.0; 0 gives ~0 %), and on realistic phone latency only the prior lets the
     # demo learn visibly within minutes.
     overlap_prior: float = 2.0
+    # word dropout: the share of hashed tokens left out of every bag while the policy is
+    # set to training (``distrl sft``; an RL trainer's actor pass with ``actor_dropout``),
+    # so the network cannot lean on one instance's words (a city, a product) that a
+    # held-out instance replaces with words it never saw. Acting, ratios and targets
+    # always read every token
+    token_dropout: float = 0.25
     seed: int = 0  # initial weights and the sampling RNG
 
     @classmethod
@@ -152,6 +158,8 @@ class UITreeConfig:
             raise ValueError(f"uitree max_elements must be ≥ {len(KINDS)}")
         if cfg.max_spans < 0 or cfg.max_answers < 0:
             raise ValueError("uitree max_spans and max_answers must be ≥ 0")
+        if not 0.0 <= cfg.token_dropout < 1.0:
+            raise ValueError("uitree token_dropout must be in [0, 1)")
         return cfg
 
     def check_bounds(self) -> None:
@@ -657,6 +665,22 @@ def _featurize(encoded: Sequence[Mapping[str, Any]], buckets: int,
     return collate([step_arrays(e, buckets, overlap) for e in encoded])
 
 
+def _drop_tokens(ids: torch.Tensor, offsets: torch.Tensor, p: float,
+                 gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Flat bags (``ids`` with bag ``offsets``) with each token kept with probability
+    1 − p; a bag that loses every token becomes empty (a zero vector)."""
+    import torch
+
+    if p <= 0.0 or ids.numel() == 0:
+        return ids, offsets
+    keep = torch.rand(ids.shape[0], generator=gen) >= p
+    bag = torch.searchsorted(offsets, torch.arange(ids.shape[0]), right=True) - 1
+    counts = torch.bincount(bag[keep], minlength=offsets.shape[0])
+    new_off = torch.zeros_like(offsets)
+    new_off[1:] = torch.cumsum(counts, 0)[:-1]
+    return ids[keep], new_off
+
+
 def _build_model(cfg: UITreeConfig) -> torch.nn.Module:
     import torch
     from torch import nn
@@ -676,17 +700,26 @@ def _build_model(cfg: UITreeConfig) -> torch.nn.Module:
             nn.init.zeros_(self.score_out.weight)  # uniform policy at the start …
             nn.init.zeros_(self.score_out.bias)
             self.prior = nn.Parameter(torch.tensor(float(cfg.overlap_prior)))  # … or not
+            self.drop_rng = torch.Generator().manual_seed(cfg.seed)  # token dropout's own
 
         def forward(self, x: _Batch, instruction_only: bool = False
                     ) -> tuple[torch.Tensor, torch.Tensor]:
             """Masked logits [B, N] and features [B, 2h] (``instruction_only``: the
             logits are empty and the screen half of the features zero)."""
             bsz, n = x.mask.shape
-            q = self.instr(torch.cat([self.embed(x.instr_ids, x.instr_off), x.glob], -1))
+            # only in gradient passes while set_training(True) (SFT, an actor pass with
+            # actor_dropout): acting and the learner's ratio and target passes read all
+            p = cfg.token_dropout if self.training and torch.is_grad_enabled() else 0.0
+
+            def bag(ids: torch.Tensor, off: torch.Tensor) -> torch.Tensor:
+                pooled: torch.Tensor = self.embed(*_drop_tokens(ids, off, p, self.drop_rng))
+                return pooled
+
+            q = self.instr(torch.cat([bag(x.instr_ids, x.instr_off), x.glob], -1))
             if instruction_only:
                 return q.new_zeros(bsz, 0), torch.cat([q, torch.zeros_like(q)], -1)
-            ce = self.embed(x.cand_ids, x.cand_off).view(bsz, n, -1)
-            xe = self.embed(x.ctx_ids, x.ctx_off).view(bsz, n, -1)
+            ce = bag(x.cand_ids, x.cand_off).view(bsz, n, -1)
+            xe = bag(x.ctx_ids, x.ctx_off).view(bsz, n, -1)
             c = self.cand(torch.cat([ce, xe, x.dense], -1))  # [B, N, h]
             a = (c @ self.attn(q).unsqueeze(-1)).squeeze(-1) / c.shape[-1] ** 0.5
             a = torch.softmax(a.masked_fill(~x.mask, float("-inf")), -1)
@@ -717,6 +750,7 @@ class UITreePolicy:
             self.model = _build_model(self.config)
         finally:
             torch.random.set_rng_state(state)  # building a policy leaves others' RNG alone
+        self.model.eval()  # no token dropout unless set_training(True)
         self.feature_dim = 2 * self.config.hidden
         self._rng = torch.Generator().manual_seed(self.config.seed)
         # keep each step's featurisation in StepRecord.cache (False: recompute every
@@ -821,6 +855,11 @@ class UITreePolicy:
         out: tuple[torch.Tensor, torch.Tensor] = self.model(
             self._batch(enc), True)
         return out[1]
+
+    def set_training(self, on: bool) -> None:
+        """Training mode on (gradient passes drop ``config.token_dropout`` of the tokens)
+        or off (every pass reads every token: acting, ratios, evaluation)."""
+        self.model.train(on)
 
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
         return list(self.model.parameters())

@@ -46,7 +46,7 @@ checkpoint of another kind); 130 interrupted (nothing saved).""")
                    "VLM); ignored with --init.")
 @click.option("--init", "init_ckpt", type=click.Path(file_okay=False, path_type=Path),
               default=None, help="Start from this policy checkpoint instead of fresh weights.")
-@click.option("--epochs", type=click.IntRange(1, 100_000), default=20, show_default=True)
+@click.option("--epochs", type=click.IntRange(1, 100_000), default=60, show_default=True)
 @click.option("--lr", type=click.FloatRange(0, min_open=True), default=None,
               help="Adam learning rate [default: 1e-3 uitree, 1e-4 vlm].")
 @click.option("--batch-size", type=click.IntRange(1, 100_000), default=64, show_default=True)
