@@ -155,6 +155,11 @@ class ARIDEConfig:
     # batch; set, the ratios/targets come from a no-grad pass and the actor's gradient is
     # accumulated slice by slice (distrl_sdk.learn.microbatch), equal to the one-shot one
     micro_batch: int | None = None
+    # the actor's gradient pass (and the demonstration anchor's) in the policy's training
+    # mode: the UI-tree policy's token dropout regularises RL as it does SFT, so what RL
+    # learns on training instances carries to held-out ones. Ratios, targets, priorities
+    # and the critics' features then come from a second, no-grad pass with every token
+    actor_dropout: bool = False
     seed: int = 0  # replay sampling and critic initialisation
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes kept in checkpoints
 
@@ -388,16 +393,25 @@ class ARIDETrainer(ActorCriticState):
         n_steps = batch.mask.sum()
 
         # 2. re-evaluate the recorded steps under the current policy; critics read features
-        out = (self.policy.evaluate(batch.steps) if cfg.micro_batch is None
-               else evaluate_detached(self.policy, batch.steps, cfg.micro_batch))
+        dropout = cfg.actor_dropout and callable(getattr(self.policy, "set_training", None))
+        if cfg.micro_batch is not None:
+            out = evaluate_detached(self.policy, batch.steps, cfg.micro_batch)
+            exact = out
+        elif dropout:
+            exact = evaluate_detached(self.policy, batch.steps)
+            with self._actor_training():
+                out = self.policy.evaluate(batch.steps)
+        else:
+            out = exact = self.policy.evaluate(batch.steps)
         log_pi, entropy = batch.pad(out.log_prob), batch.pad(out.entropy)
-        features = out.features.detach()
+        log_pi_exact = batch.pad(exact.log_prob).detach()
+        features = exact.features.detach()
         values = batch.pad(self.critic(features))
 
         # 3. V-trace targets and the off-policy-corrected advantage (no gradients)
         t0 = time.perf_counter()
         with torch.no_grad():
-            targets, td, rho = retrace_targets(rewards, values.detach(), log_pi.detach(),
+            targets, td, rho = retrace_targets(rewards, values.detach(), log_pi_exact,
                                                batch.log_mu, batch.mask, gamma=cfg.gamma,
                                                lam=cfg.trace_lambda, rho_max=cfg.vtrace_rho_max,
                                                c_max=cfg.trace_c_max, form=cfg.v_target)
@@ -442,8 +456,10 @@ class ARIDETrainer(ActorCriticState):
                         + cfg.invalid_penalty * w * rho_bar * batch.invalid) / n_steps
                 c_h = -beta_h * w / n_steps
             self.actor_opt.zero_grad(set_to_none=True)
-            res = accumulate_gradients(self.policy, batch.steps, c_lp[batch.b_idx, batch.t_idx],
-                                       c_h[batch.b_idx, batch.t_idx], cfg.micro_batch)
+            with self._actor_training():
+                res = accumulate_gradients(self.policy, batch.steps,
+                                           c_lp[batch.b_idx, batch.t_idx],
+                                           c_h[batch.b_idx, batch.t_idx], cfg.micro_batch)
             actor_loss = torch.tensor(res.loss)
             finite = res.finite
             if demo_nll is not None:  # its gradient adds to the accumulated one
@@ -453,7 +469,7 @@ class ARIDETrainer(ActorCriticState):
                     actor_loss = actor_loss + cfg.demo_coef * demo_nll.detach()
             changed = self._step_accumulated(self.actor_opt, finite,
                                              self.policy.trainable_parameters())
-        mean_entropy = float((entropy.detach() * batch.mask).sum() / n_steps)
+        mean_entropy = float((batch.pad(exact.entropy).detach() * batch.mask).sum() / n_steps)
         if cfg.entropy_target is not None:  # the floor: integrate the entropy shortfall
             self.entropy_boost = min(max(0.0, self.entropy_boost + cfg.entropy_coef_lr
                                          * (cfg.entropy_target - mean_entropy)),
@@ -463,7 +479,7 @@ class ARIDETrainer(ActorCriticState):
         # episodes π has moved away from leave
         t0 = time.perf_counter()
         with torch.no_grad():
-            prio = self._priorities(batch, td, rho, log_pi)
+            prio = self._priorities(batch, td, rho, log_pi_exact)
         self.replay.update_priorities(sample.indices, prio)
         stale = self._evict_stale(sample.indices, batch, rho)
         self.timings["priority"] += time.perf_counter() - t0

@@ -26,6 +26,7 @@ from distrl_sdk.errors import ConfigError
 from distrl_sdk.learn.api import EpisodeRecord, TrainablePolicy
 from distrl_sdk.learn.aride import EpisodeBatch, ratio_stats
 from distrl_sdk.learn.critics import StepCritic, TrajectoryCritic
+from distrl_sdk.learn.microbatch import evaluate_detached
 from distrl_sdk.learn.replay import PrioritizedReplay
 from distrl_sdk.learn.state import ActorCriticState
 
@@ -51,6 +52,8 @@ class DigiRLConfig:
     # the demonstration anchor, as in A-RIDE (ActorCriticState.add_demonstrations); 0 = off
     demo_coef: float = 0.0
     demo_batch_steps: int = 64
+    # the actor's pass (and the anchor's) in the policy's training mode, as in A-RIDE
+    actor_dropout: bool = False
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -122,10 +125,15 @@ class DigiRLTrainer(ActorCriticState):
 
         # 3. binarised doubly-robust advantage, then AWR on the filtered episodes
         abatch = EpisodeBatch.build([self.replay.episode(int(i)) for i in pick])
-        out = self.policy.evaluate(abatch.steps)
+        if cfg.actor_dropout and callable(getattr(self.policy, "set_training", None)):
+            exact = evaluate_detached(self.policy, abatch.steps)  # every token
+            with self._actor_training():
+                out = self.policy.evaluate(abatch.steps)
+        else:
+            exact = out = self.policy.evaluate(abatch.steps)
         log_pi = abatch.pad(out.log_prob)
         with torch.no_grad():
-            v = torch.sigmoid(abatch.pad(self.critic(out.features))) * abatch.mask
+            v = torch.sigmoid(abatch.pad(self.critic(exact.features))) * abatch.mask
             v_next = torch.cat([v[:, 1:], v.new_zeros(v.shape[0], 1)], dim=1)
             lengths = abatch.mask.sum(1, keepdim=True)
             t = torch.arange(v.shape[1], dtype=torch.float32)[None, :]
@@ -133,7 +141,8 @@ class DigiRLTrainer(ActorCriticState):
             r_last = abatch.rewards.gather(1, (lengths - 1).long())
             adv = mix * r_last + (1 - mix) * (abatch.rewards + cfg.gamma * v_next - v)
             weight = (adv > 0).float() * abatch.mask
-            rho = torch.exp((log_pi.detach() - abatch.log_mu).clamp(max=30.0)) * abatch.mask
+            rho = torch.exp((abatch.pad(exact.log_prob).detach() - abatch.log_mu)
+                            .clamp(max=30.0)) * abatch.mask
         n = abatch.mask.sum()
         actor_loss = -(weight * log_pi).sum() / n
         demo_nll = self._demo_nll()
@@ -148,7 +157,7 @@ class DigiRLTrainer(ActorCriticState):
         return {"actor_loss": float(actor_loss.detach()),
                 "critic_loss": float(critic_loss.detach()),
                 "traj_critic_loss": float(traj_loss.detach()),
-                "entropy": float((abatch.pad(out.entropy.detach())).sum() / n),
+                "entropy": float((abatch.pad(exact.entropy.detach())).sum() / n),
                 # the same ratio diagnostics as A-RIDE's (DigiRL ignores ratios; they show
                 # how off-policy its replay is): clipped above 1, stale below 0.1, ESS
                 **ratio_stats(rho, abatch.mask, rho_max=1.0, stale_rho=0.1),

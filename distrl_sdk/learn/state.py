@@ -33,13 +33,14 @@ Segments are never deleted by a save (older checkpoints may still need them):
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,6 +132,21 @@ class ActorCriticState:
         self.demos.extend(steps)
         return len(self.demos)
 
+    @contextlib.contextmanager
+    def _actor_training(self) -> Iterator[None]:
+        """The actor's gradient passes in the policy's training mode (the UI-tree policy's
+        token dropout) when the config's ``actor_dropout`` is on; ratios, targets and the
+        critics' features always come from passes with every token."""
+        setter = getattr(self.policy, "set_training", None)
+        if not (getattr(self.config, "actor_dropout", False) and callable(setter)):
+            yield
+            return
+        setter(True)
+        try:
+            yield
+        finally:
+            setter(False)
+
     def _demo_nll(self) -> torch.Tensor | None:
         """The anchor's loss for this update (mean −log π of sampled demonstration steps),
         or None when it is off or there are no demonstrations."""
@@ -139,7 +155,8 @@ class ActorCriticState:
             return None
         n = min(int(self.config.demo_batch_steps), len(self.demos))
         picks = [self.demos[self._demo_rng.randrange(len(self.demos))] for _ in range(n)]
-        return -self.policy.evaluate(picks).log_prob.mean()
+        with self._actor_training():
+            return -self.policy.evaluate(picks).log_prob.mean()
 
     def _step(self, opt: torch.optim.Optimizer, loss: torch.Tensor, params: Any) -> bool:
         """One clipped gradient step; skipped (and counted) if the loss or gradients are

@@ -264,22 +264,29 @@ UI_DUMP = """<?xml version='1.0' encoding='UTF-8' standalone='yes' ?><hierarchy 
 </node></hierarchy>"""
 
 
-@pytest.mark.parametrize("algo", ["aride", "digirl"])
-def test_trainers_take_the_uitree_policy(algo: str) -> None:
-    """The real UI-tree policy through a few updates: weights move, metrics are finite."""
-    from distrl_sdk.policies.uitree import UITreePolicy
+def _bluetooth_episodes(policy: Any, n: int) -> list[EpisodeRecord]:
+    """``n`` three-step episodes the policy plays on UI_DUMP; every other one succeeds."""
     from distrl_sdk.uitree import parse_ui_dump
 
-    policy = UITreePolicy.from_config({"buckets": 2048, "embed_dim": 16, "hidden": 32})
     elements = parse_ui_dump(UI_DUMP)
     episodes = []
-    for e in range(6):
+    for e in range(n):
         obs = [Observation("Turn on Bluetooth", elements, (1080, 2400), t) for t in range(3)]
         steps = [StepRecord(obs=d.obs or {}, choice=d.choice or {}, log_mu=d.log_prob or 0.0,
                             reward=float(e % 2 and t == 2), policy_version=0)
                  for t, d in enumerate(policy.decide(obs))]
         episodes.append(EpisodeRecord(id=f"u{e}", task="t", instruction="Turn on Bluetooth",
                                       steps=steps, success=bool(e % 2), reward=float(e % 2)))
+    return episodes
+
+
+@pytest.mark.parametrize("algo", ["aride", "digirl"])
+def test_trainers_take_the_uitree_policy(algo: str) -> None:
+    """The real UI-tree policy through a few updates: weights move, metrics are finite."""
+    from distrl_sdk.policies.uitree import UITreePolicy
+
+    policy = UITreePolicy.from_config({"buckets": 2048, "embed_dim": 16, "hidden": 32})
+    episodes = _bluetooth_episodes(policy, 6)
     trainer: ARIDETrainer | DigiRLTrainer = (
         ARIDETrainer(policy, ARIDEConfig(min_episodes=4, batch_episodes=4, actor_lr=1e-2))
         if algo == "aride" else
@@ -313,3 +320,41 @@ def test_a_hostile_episode_cannot_poison_the_weights(algo: str) -> None:
     assert metrics["skipped_steps"] >= (1 if algo == "aride" else 0)
     assert np.isfinite(metrics["actor_loss"])
     assert all(torch.isfinite(v).all() for v in trainer.state_tensors().values())
+
+
+@pytest.mark.parametrize("algo", ["aride", "digirl"])
+def test_actor_dropout_regularises_the_actor_but_ratios_read_every_token(algo: str) -> None:
+    """With ``actor_dropout`` the actor's gradient pass drops tokens (the policy is in its
+    training mode only inside it), while ratios come from a pass with every token: on
+    fresh on-policy data every ρ is exactly 1 (a dropout pass would scatter them)."""
+    from distrl_sdk.policies.uitree import UITreePolicy
+
+    policy = UITreePolicy.from_config({"buckets": 2048, "embed_dim": 16, "hidden": 32,
+                                       "token_dropout": 0.5})
+    with torch.no_grad():
+        for prm in policy.trainable_parameters():
+            prm.add_(0.3 * torch.randn(prm.shape, generator=torch.Generator().manual_seed(1)))
+    modes: list[bool] = []
+    real_evaluate = policy.evaluate
+
+    def spy(steps: Any, *, grad: bool = True) -> Any:
+        modes.append(policy.model.training)
+        return real_evaluate(steps, grad=grad)
+
+    policy.evaluate = spy  # type: ignore[method-assign]
+    trainer: ARIDETrainer | DigiRLTrainer = (
+        ARIDETrainer(policy, ARIDEConfig(min_episodes=4, batch_episodes=4, actor_dropout=True,
+                                         max_stale_share=None))
+        if algo == "aride" else
+        DigiRLTrainer(policy, DigiRLConfig(min_episodes=4, batch_episodes=4,
+                                           actor_batch_episodes=4, actor_dropout=True)))
+    for ep in _bluetooth_episodes(policy, 4):
+        trainer.add_episode(ep)
+    m = trainer.update()
+    assert m["mean_rho"] == pytest.approx(1.0, abs=1e-5)  # ratios from every token
+    assert True in modes  # the actor pass (and only it) in training mode
+    assert not policy.model.training  # back to acting mode after the update
+    trainer.config.actor_dropout = False
+    modes.clear()
+    trainer.update()
+    assert True not in modes  # off: no pass in training mode
