@@ -55,7 +55,7 @@ from _common import ROOT, phones_in_child
 
 from distrl_sdk.learn.api import Trainer
 from distrl_sdk.learn.aride import ARIDEConfig
-from distrl_sdk.policies import load_policy
+from distrl_sdk.policies import load_policy, save_policy
 from distrl_sdk.policies.uitree import UITreePolicy
 from distrl_sdk.registry import TaskRegistry
 from distrl_sdk.task import Task
@@ -76,10 +76,13 @@ ARMS: dict[str, tuple[str | None, Mode | None, bool]] = {
     "digirl-async": ("digirl", "async", True),
     "digirl-sync": ("digirl", "sync", True),
     "scratch": ("aride", "async", False),
+    # not a headline arm: A-RIDE collected like the sync baseline, to tell the algorithm
+    # from the collection mode (on 2 cores the sim phones and the learner share the CPU)
+    "aride-sync": ("aride", "sync", True),
 }
 LABELS = {"sft": "SFT only", "aride": "SFT + A-RIDE async",
           "digirl-async": "SFT + DigiRL-style async", "digirl-sync": "SFT + DigiRL-style sync",
-          "scratch": "A-RIDE from scratch"}
+          "scratch": "A-RIDE from scratch", "aride-sync": "SFT + A-RIDE sync"}
 #: the scratch arm's policy: no hand-made reading help at all
 NO_PRIOR = {"overlap_prior": 0.0, "overlap_feature": False}
 
@@ -172,13 +175,14 @@ def make_trainer(algo: str, policy: Any, opts: argparse.Namespace, seed: int) ->
             actor_lr=opts.actor_lr, critic_lr=opts.critic_lr, traj_critic_lr=opts.critic_lr,
             batch_episodes=opts.batch, min_episodes=opts.min_episodes,
             entropy_coef=opts.entropy, entropy_target=opts.entropy_target,
-            demo_coef=opts.demo_coef, seed=seed, **horizon))
+            demo_coef=opts.demo_coef, actor_dropout=opts.actor_dropout, seed=seed, **horizon))
     from distrl_sdk.learn.digirl import DigiRLConfig, DigiRLTrainer
 
     return DigiRLTrainer(policy, DigiRLConfig(
         actor_lr=opts.actor_lr, critic_lr=opts.critic_lr, traj_critic_lr=opts.critic_lr,
         batch_episodes=opts.batch, actor_batch_episodes=opts.batch,
-        min_episodes=opts.min_episodes, demo_coef=opts.demo_coef, seed=seed))
+        min_episodes=opts.min_episodes, demo_coef=opts.demo_coef,
+        actor_dropout=opts.actor_dropout, seed=seed))
 
 
 async def run_arm(arm: str, seed: int, sft: Path, reg: DeviceRegistry, tasks: list[type[Task]],
@@ -246,6 +250,8 @@ async def run_arm(arm: str, seed: int, sft: Path, reg: DeviceRegistry, tasks: li
         run.wall_s = time.monotonic() - t0
         run.final_eval = asdict(await learner.evaluate_now(opts.final_episodes))
         run.episodes, run.updates = learner.stats.finished, learner.stats.updates
+        # the policy the final figure belongs to, for `distrl eval` / `demos record --policy`
+        save_policy(policy, Path(opts.out) / f"seed{seed}" / f"{arm}-policy", run.updates)
     finally:
         watch.cancel()
     return run
@@ -320,7 +326,7 @@ def plot(runs: list[ArmRun], path: Path, title: str) -> bool:
         return False
     fig, ax = plt.subplots(figsize=(9, 5.4), dpi=110)
     colours = {"sft": "grey", "aride": "tab:red", "digirl-async": "tab:blue",
-               "digirl-sync": "tab:green", "scratch": "tab:orange"}
+               "digirl-sync": "tab:green", "scratch": "tab:orange", "aride-sync": "tab:purple"}
     seen: set[str] = set()
     for r in runs:
         xs = [e["wall_s"] / 60 for e in r.evals if e["complete"]]
@@ -407,15 +413,17 @@ def merge(opts: argparse.Namespace) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
+    ap.add_argument("--arms", nargs="+", default=[a for a in ARMS if a != "aride-sync"],
+                    choices=list(ARMS))
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--duration", type=float, default=1800.0, help="seconds per arm")
     ap.add_argument("--phones", type=int, default=8)
     ap.add_argument("--profile", default="instant", help="sim latency profile")
     ap.add_argument("--tag", default="", help="only tasks with this tag (default: all)")
     ap.add_argument("--task", dest="tasks", action="append", default=[])
-    ap.add_argument("--demos-per-task", type=int, default=4)
-    ap.add_argument("--sft-epochs", type=int, default=20)
+    ap.add_argument("--demos-per-task", type=int, default=1,
+                    help="the demonstration budget: 1 leaves SFT alone at ≤ 50 %% held out")
+    ap.add_argument("--sft-epochs", type=int, default=60)
     ap.add_argument("--sft-lr", type=float, default=1e-3)
     ap.add_argument("--overlap-feature", action=argparse.BooleanOptionalAction, default=True,
                     help="the SFT arms' policy reads instruction/element word overlap as an "
@@ -436,6 +444,8 @@ def main() -> None:
                     help="the SFT arms' demonstration anchor: weight of −log π of the "
                          "demonstrated actions in every actor update (0 = off; without "
                          "it online RL unlearns long tasks SFT solved)")
+    ap.add_argument("--actor-dropout", action=argparse.BooleanOptionalAction, default=True,
+                    help="RL's actor passes with the policy's token dropout (every RL arm)")
     ap.add_argument("--batch", type=int, default=16, help="episodes per update")
     ap.add_argument("--min-episodes", type=int, default=32)
     ap.add_argument("--replay-ratio", type=float, default=0.5,

@@ -30,8 +30,8 @@ from distrl_sdk.actions import action_from_dict, to_dict
 from distrl_sdk.errors import ConfigError
 from distrl_sdk.uitree import Bounds, UIElement
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "DemoEpisode", "DemoStep", "DemoWriter",
-           "element_from_json", "element_to_json", "read_demos", "read_manifest"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "DemoEpisode", "DemoStep", "DemoWriter", "action_json",
+           "action_of", "element_from_json", "element_to_json", "read_demos", "read_manifest"]
 
 FORMAT = "distrl-demos"
 FORMAT_VERSION = 1
@@ -106,11 +106,13 @@ class DemoEpisode:
         return [s.action for s in self.steps[:i]]
 
 
-def _action_json(action: Any) -> dict[str, Any]:
+def action_json(action: Any) -> dict[str, Any]:
+    """An action as the dataset stores it (the SDK's action dict)."""
     return dict(to_dict(action))
 
 
-def _action_of(d: Mapping[str, Any], where: str) -> Any:
+def action_of(d: Mapping[str, Any], where: str) -> Any:
+    """The action a stored dict stands for; ``ConfigError`` naming ``where`` if none."""
     from distrl_sdk.actions import InvalidAction
 
     a = action_from_dict(dict(d))
@@ -150,12 +152,12 @@ class DemoWriter:
         fdir = self.dir / "frames" / ep.id
         steps: list[dict[str, Any]] = []
         for s in ep.steps:
-            d: dict[str, Any] = {"index": s.index, "action": _action_json(s.action),
+            d: dict[str, Any] = {"index": s.index, "action": action_json(s.action),
                                  "screen_size": [int(s.screen_size[0]), int(s.screen_size[1])],
                                  "elements": [element_to_json(e) for e in s.elements],
                                  "frame": None, "encodings": s.encodings}
             if s.source_action is not None:
-                d["source_action"] = _action_json(s.source_action)
+                d["source_action"] = action_json(s.source_action)
             if s.frame is not None:
                 fdir.mkdir(parents=True, exist_ok=True)
                 rel = f"frames/{ep.id}/{s.index:03d}.jpg"
@@ -257,10 +259,10 @@ def _episode(raw: Mapping[str, Any], d: Path, frames: bool, where: str) -> DemoE
             frame = (d / rel).read_bytes()
         w, h = s["screen_size"]
         steps.append(DemoStep(
-            index=int(s["index"]), action=_action_of(s["action"], where),
+            index=int(s["index"]), action=action_of(s["action"], where),
             elements=[element_from_json(e) for e in s["elements"]],
             screen_size=(int(w), int(h)), frame=frame,
-            source_action=(_action_of(s["source_action"], where)
+            source_action=(action_of(s["source_action"], where)
                            if s.get("source_action") else None),
             encodings=dict(s.get("encodings") or {})))
     return DemoEpisode(

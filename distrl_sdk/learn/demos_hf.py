@@ -22,8 +22,8 @@ from distrl_sdk.learn.demos import (
     DemoEpisode,
     DemoStep,
     DemoWriter,
-    _action_json,
-    _action_of,
+    action_json,
+    action_of,
     element_from_json,
     element_to_json,
     read_demos,
@@ -74,9 +74,9 @@ def _rows(directory: Path) -> Iterator[dict[str, Any]]:
         for s in ep.steps:
             yield {**head, "step": s.index,
                    "image": None if s.frame is None else {"bytes": s.frame, "path": None},
-                   "action": json.dumps(_action_json(s.action)),
+                   "action": json.dumps(action_json(s.action)),
                    "source_action": None if s.source_action is None
-                   else json.dumps(_action_json(s.source_action)),
+                   else json.dumps(action_json(s.source_action)),
                    "screen_width": s.screen_size[0], "screen_height": s.screen_size[1],
                    "elements": json.dumps([element_to_json(e) for e in s.elements],
                                           ensure_ascii=False),
@@ -132,12 +132,12 @@ def from_hf(data: Any, out: str | Path, *, append: bool = False) -> Path:
                 continue
             image = row["image"]
             ep.steps.append(DemoStep(
-                index=int(row["step"]), action=_action_of(json.loads(row["action"]), where),
+                index=int(row["step"]), action=action_of(json.loads(row["action"]), where),
                 elements=[element_from_json(e) for e in json.loads(row["elements"])],
                 screen_size=(int(row["screen_width"]), int(row["screen_height"])),
                 frame=None if image is None else image["bytes"],
                 source_action=None if row["source_action"] is None
-                else _action_of(json.loads(row["source_action"]), where),
+                else action_of(json.loads(row["source_action"]), where),
                 encodings=json.loads(row["encodings"] or "{}")))
         except (KeyError, TypeError, ValueError) as exc:
             raise ConfigError(f"{where}: malformed ({exc!r})") from None
