@@ -31,7 +31,8 @@ def state(dev: Any) -> dict[str, Any]:
     """What a deploy could change: foreground, settings, packages, what is on screen
     (the status bar clock and battery, which change by themselves, left out)."""
     ui = dev.shell("uiautomator dump /dev/tty")
-    ui = re.sub(r'text="\d{1,2}:\d{2}"|content-desc="Battery[^"]*"', "", ui)
+    ui = re.sub(r'(?:text|content-desc)="\d{1,2}:\d{2}(?: [AP]M)?"|content-desc="Battery[^"]*"',
+                "", ui)
     return {"focus": dev.shell("dumpsys window | grep mCurrentFocus").strip(),
             "global": dev.shell("settings list global"),
             "system": dev.shell("settings list system"),
