@@ -120,3 +120,50 @@ TOKENS = st.sampled_from(["--size", "--bit-rate", "--time-limit", "--verbose", "
 @given(st.lists(TOKENS | st.text(max_size=10), max_size=8))
 def test_parse_never_raises(args: list[str]) -> None:
     assert isinstance(parse(args), Options | str)
+
+
+async def test_hanging_up_mid_frame_waits_for_that_frame(
+        phone: SimPhone, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cancel that lands while a frame is being encoded on the worker thread: the file
+    is finished only after that frame (the codec context is not thread-safe; flushing it
+    from the loop thread meanwhile raced the worker and could hang a phone's teardown),
+    and the host temp file is removed."""
+    import os
+    import tempfile
+    import threading
+
+    from farm.video import H264Writer
+
+    encoding = threading.Event()
+    overlaps: list[str] = []
+    temp_files: list[str] = []
+    real_add, real_close, real_mkstemp = H264Writer.add, H264Writer.close, tempfile.mkstemp
+
+    def slow_add(self: H264Writer, *args: object, **kw: object) -> None:
+        encoding.set()
+        threading.Event().wait(0.4)  # a frame that takes long on a loaded host
+        real_add(self, *args, **kw)  # type: ignore[arg-type]
+        encoding.clear()
+
+    def checked_close(self: H264Writer) -> None:
+        if encoding.is_set():
+            overlaps.append(threading.current_thread().name)
+        real_close(self)
+
+    def recorded_mkstemp(*args: object, **kw: object) -> tuple[int, str]:
+        fd, path = real_mkstemp(*args, **kw)  # type: ignore[call-overload]
+        temp_files.append(path)
+        return fd, path
+
+    monkeypatch.setattr(H264Writer, "add", slow_add)
+    monkeypatch.setattr(H264Writer, "close", checked_close)
+    monkeypatch.setattr(tempfile, "mkstemp", recorded_mkstemp)
+    task = asyncio.create_task(phone.run_shell("screenrecord /sdcard/m.mp4"))
+    await asyncio.to_thread(encoding.wait, 10)  # a frame is on the worker now
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await asyncio.wait_for(task, 10)
+    assert overlaps == []
+    assert phone.vfs.read("/sdcard/m.mp4")[4:8] == b"ftyp"
+    assert len(_frames(phone.vfs.read("/sdcard/m.mp4"), tmp_path)) >= 1
+    assert temp_files and not any(map(os.path.exists, temp_files))

@@ -14,12 +14,20 @@ import contextlib
 import os
 import re
 import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from farm.sim.shell.commands.registry import command
 from farm.sim.shell.context import Proc
+
+if TYPE_CHECKING:
+    from farm.video import H264Writer
+
+T = TypeVar("T")
 
 FPS = 5
 MAX_TIME_LIMIT_S = 180
@@ -130,26 +138,56 @@ def parse(args: list[str]) -> Options | str:
 
 
 class _Encoder:
-    """An H.264 MP4 written into a host temp file, read back when finished."""
+    """An H.264 MP4 written into a host temp file, read back when finished.
+
+    Every call runs on the encoder's own worker thread, in the order made: the codec
+    context is not thread-safe, and a recording cancelled while a frame is being
+    encoded must not flush the encoder from the loop thread at the same time (that
+    raced the worker and could hang the phone's event loop at teardown).
+    """
 
     def __init__(self, size: tuple[int, int], bit_rate: int) -> None:
+        self._size, self._bit_rate = size, bit_rate
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="screenrecord")
+        self._video: H264Writer | None = None
+        self.path = ""
+        self.frames = 0  # frames handed to the worker (read on the loop thread)
+
+    async def _call(self, fn: Callable[..., T], *args: object) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._worker, fn, *args)
+
+    async def open(self) -> None:
+        await self._call(self._open)
+
+    def _open(self) -> None:
         from farm.video import H264Writer
 
         fd, self.path = tempfile.mkstemp(prefix="distrl-screenrecord-", suffix=".mp4")
         os.close(fd)
         # ultrafast: a phone encodes in hardware; here the host's cores also run the sims
-        self._video = H264Writer(self.path, size, FPS, bit_rate=bit_rate, preset="ultrafast")
+        self._video = H264Writer(self.path, self._size, FPS, bit_rate=self._bit_rate,
+                                 preset="ultrafast")
 
-    @property
-    def frames(self) -> int:
-        return self._video.frames
+    async def add(self, rgba: bytes, width: int, height: int, repeat: int) -> None:
+        self.frames += repeat
+        await self._call(self._add, rgba, width, height, repeat)
 
-    def add(self, rgba: bytes, width: int, height: int, repeat: int) -> None:
+    def _add(self, rgba: bytes, width: int, height: int, repeat: int) -> None:
+        assert self._video is not None
         self._video.add(np.frombuffer(rgba, np.uint8).reshape(height, width, 4), repeat)
 
-    def finish(self) -> bytes:
-        self._video.close()
+    async def finish(self) -> bytes:
+        """The finished file; queued behind any frame still being encoded. If the
+        caller is cancelled meanwhile the worker still finishes and removes the file."""
+        future = self._worker.submit(self._finish)
+        self._worker.shutdown(wait=False)
+        return await asyncio.shield(asyncio.wrap_future(future))
+
+    def _finish(self) -> bytes:
+        if self._video is None:
+            return b""
         try:
+            self._video.close()
             with open(self.path, "rb") as f:
                 return f.read()
         finally:
@@ -184,24 +222,27 @@ async def screenrecord(p: Proc) -> int:
                 f"Configuring recorder for {size[0]}x{size[1]} video/avc at "
                 f"{opts.bit_rate / 1e6:.2f}Mbps\n")
         p.write(f"Content area is {size[0]}x{size[1]} at offset x=0 y=0\n")
-    enc = await asyncio.to_thread(_Encoder, size, opts.bit_rate)
+    enc = _Encoder(size, opts.bit_rate)
     loop = asyncio.get_running_loop()
     start = loop.time()
     write_error = ""
     try:
+        await enc.open()
         while True:
             elapsed = loop.time() - start
             due = min(int(elapsed * FPS) + 1, opts.time_limit * FPS)
             if due > enc.frames:
-                await asyncio.to_thread(enc.add, world.frame_rgba(), world.width,
-                                        world.height, due - enc.frames)
+                await enc.add(world.frame_rgba(), world.width, world.height,
+                              due - enc.frames)
             if elapsed >= opts.time_limit:
                 break
             await asyncio.sleep(min(1 / FPS, opts.time_limit - elapsed))
     finally:
         # also when the caller hangs up (cancelled): the file is finished as on SIGINT
         try:
-            p.phone.vfs.write(path, enc.finish())
+            data = await enc.finish()
+            if data:  # nothing when the encoder never opened
+                p.phone.vfs.write(path, data)
         except OSError as e:
             write_error = e.strerror or str(e)
     if write_error:
