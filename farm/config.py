@@ -223,6 +223,20 @@ class LifecycleSection(_Section):
         return LifecycleConfig(**self.model_dump())
 
 
+class TrustSection(_Section):
+    """Whose signatures this farm accepts (`distrl keys`)."""
+
+    learner_keys: list[Path] = Field(default_factory=list, description=(
+        "Public keys (.pub from `distrl keys`) of the learners whose policy pointers and "
+        "trajectory acks this farm accepts; anything else is refused and counted. Empty: "
+        "the local learner key ($DISTRL_KEYS or ~/.local/state/distrl/keys/learner.key, "
+        "created if missing), which `distrl learner` on this host signs with."))
+    accept_unsigned: bool = Field(False, description=(
+        "Accept unsigned or unknown-key pointers and acks (a learner from before "
+        "signatures). Anyone who can publish on the broker can then delete spooled "
+        "trajectories and choose the farm's policy."))
+
+
 class FarmSettings(_Section):
     """Everything `distrl farm up` needs (file sections in brackets)."""
 
@@ -234,6 +248,7 @@ class FarmSettings(_Section):
     collect: CollectSection = Field(default_factory=CollectSection)  # type: ignore[arg-type]
     live: LiveSection = Field(default_factory=LiveSection)  # type: ignore[arg-type]
     lifecycle: LifecycleSection = Field(default_factory=LifecycleSection)  # type: ignore[arg-type]
+    trust: TrustSection = Field(default_factory=TrustSection)  # type: ignore[arg-type]
 
     @field_validator("farm_id")
     @classmethod

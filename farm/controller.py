@@ -72,6 +72,7 @@ from distrl_sdk.wire import (
     topics,
     trajectory_to_msg,
 )
+from distrl_sdk.wire.signing import TrustedKeys
 from farm.collect import (
     Collector,
     CollectorConfig,
@@ -182,6 +183,8 @@ class FarmConfig:
     frame_quality: int = 70  # thumbnail JPEG quality
     commands: bool = True  # listen for operator commands on cmd/+
     sim_devices: frozenset[str] = frozenset()  # serials of sim phones (kind "sim")
+    # learner keys whose signed acks may delete spooled trajectories; None: any ack
+    trusted_learners: TrustedKeys | None = None
 
 
 def _px_action(action: Any, size: tuple[int, int]) -> dict[str, Any]:
@@ -363,7 +366,8 @@ class FarmController:
         self.policies: PolicyProvider = policies or (
             OracleProvider() if config.policy == "oracle" else RandomProvider(seed=config.seed))
         self.publisher = Publisher(config.broker_url, config.farm_id, config.spool_dir,
-                                   tasks=[t.name for t in config.tasks])
+                                   tasks=[t.name for t in config.tasks],
+                                   trusted_acks=config.trusted_learners)
         self.sink = MqttSink(self.publisher, on_done=self._episode_done)
         self.sampler = DirectedSampler(config.tasks, seed=config.seed)
         self.registry: DeviceRegistry | None = None

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from distrl_sdk.wire import FARM_STATUS_ID, DeviceStatus, Message, Metrics, parse_message, topics
+from distrl_sdk.wire.signing import SigningKey
 
 __all__ = ["DemoConfig", "DemoSummary", "run_demo"]
 
@@ -306,6 +307,9 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
     # publish a policy; children read their passwords from files, never from argv
     accounts = BrokerAccounts.generate([DEMO_FARM_ID])
     accounts.save(run_dir / "broker")
+    # the learner signs pointers and acks; the farm accepts only what this key signed
+    learner_key = run_dir / "keys" / "learner.key"
+    SigningKey.generate("learner").save(learner_key)
     broker = EmbeddedBroker(accounts=accounts)
     await broker.start()
     summary.broker = broker.url
@@ -341,7 +345,7 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
     (run_dir / "learner.toml").write_text(learner_toml())
     learner = _Child("learner", _distrl(
         "learner", "--config", str(run_dir / "learner.toml"), *connect_as("learner"),
-        "--run-dir", str(run_dir / "learner"),
+        "--run-dir", str(run_dir / "learner"), "--signing-key", str(learner_key),
         "--algo", cfg.algo, "--policy", "uitree", *init),
         logs / "learner.log")
     evaluation = ["--eval-every", f"{cfg.eval_every_s:g}", "--eval-episodes-per-task", "2"] \
@@ -349,6 +353,7 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
     farm = _Child("farm", _distrl(
         "farm", "up", *connect_as(farm_user(DEMO_FARM_ID)), "--sim", str(cfg.phones),
         "--policy", "learned", "--farm-id", DEMO_FARM_ID, "--spool", str(run_dir / "spool"),
+        "--learner-key", str(learner_key.with_suffix(".pub")),
         "--seed", str(cfg.seed),
         # unacked trajectories stay in the spool on disk; the demo does not wait long
         "--flush-timeout", "5",

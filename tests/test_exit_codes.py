@@ -40,6 +40,13 @@ MISTAKES: list[tuple[str, list[str]]] = [
     ("tui: bad broker URL", ["tui", "--broker", "ftp://x"]),
     ("sim fault: unknown kind", ["sim", "fault", "127.0.0.1:1", "melt"]),
     ("unknown command", ["frobnicate"]),
+    ("keys create: bad name", ["keys", "create", "a b", "--dir", "{tmp}/k"]),
+    ("farm up: missing learner key", ["farm", "up", "--learner-key", "{tmp}/nope.pub",
+                                      "--duration", "1"]),
+    ("learner: missing signing key", ["learner", "--signing-key", "{tmp}/nope.key",
+                                      "--duration", "1"]),
+    ("deploy: missing learner key", ["deploy", "--device", "x", "--policy", "random",
+                                     "--learner-key", "{tmp}/nope.pub", "go"]),
 ]
 
 
@@ -60,3 +67,29 @@ def test_tasks_run_exits_with_the_episodes_verdict(policy: str, code: int) -> No
                                    "--policy", policy, "-n", "2", "--seed", "4"])
     assert res.exit_code == code, res.output
     assert "Traceback" not in res.output
+
+
+def test_keys_that_are_not_keys_exit_2(tmp_path: Path) -> None:
+    """A file where a key should be (a config, a truncated copy): said so, exit 2."""
+    junk = tmp_path / "learner.pub"
+    junk.write_text("not a key\n")
+    for argv in (["farm", "up", "--learner-key", str(junk), "--duration", "1"],
+                 ["learner", "--signing-key", str(junk), "--duration", "1",
+                  "--run-dir", str(tmp_path / "run")]):
+        res = CliRunner().invoke(cli, argv)
+        assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+        assert "learner.pub" in res.output, res.output
+
+
+def test_keys_create_then_list(tmp_path: Path) -> None:
+    import json
+
+    d = str(tmp_path / "k")
+    made = CliRunner().invoke(cli, ["keys", "create", "farm-a", "--dir", d])
+    assert made.exit_code == 0, made.output
+    again = CliRunner().invoke(cli, ["keys", "create", "farm-a", "--dir", d])
+    assert again.exit_code == 2 and "exists" in again.output
+    listed = CliRunner().invoke(cli, ["keys", "list", "--dir", d, "--json"])
+    rows = json.loads(listed.output)
+    assert [(r["name"], r["private"]) for r in rows] == [("farm-a", True)]
+    assert rows[0]["key_id"] in made.output

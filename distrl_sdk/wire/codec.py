@@ -29,6 +29,7 @@ from distrl_sdk.wire.schemas import (
     StepMsg,
     TrajectoryMsg,
 )
+from distrl_sdk.wire.signing import SigningKey, sign_envelope
 
 __all__ = [
     "CHUNK_MAGIC",
@@ -173,13 +174,17 @@ def trajectory_to_msg(traj: Trajectory, *, farm_id: str, device_id: str,
 
 
 def encode_envelope(body: BaseModel, *, farm_id: str | None = None, msg_id: str | None = None,
-                    codec: str = "json") -> bytes:
-    """A control message (ack, status, command, pointer, metrics) as JSON bytes."""
+                    codec: str = "json", signer: SigningKey | None = None) -> bytes:
+    """A control message (ack, status, command, pointer, metrics) as JSON bytes, signed
+    with ``signer``'s key when given (distrl_sdk.wire.signing)."""
     name = SCHEMA_OF[type(body)]
     kw: dict[str, Any] = {"id": msg_id} if msg_id else {}
     env = Envelope(schema=name, version=1, codec=codec, farm_id=farm_id,
                    body=body.model_dump(mode="json"), **kw)
-    return env.model_dump_json(by_alias=True).encode()
+    if signer is None:
+        return env.model_dump_json(by_alias=True).encode()
+    signed = sign_envelope(env.model_dump(mode="json", by_alias=True), signer)
+    return json.dumps(signed, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def encode_trajectory(msg: TrajectoryMsg, frames: Mapping[int, bytes | Image.Image] | None = None,

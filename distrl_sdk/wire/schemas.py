@@ -50,6 +50,9 @@ class Envelope(_Model):
     codec: str = Field(default="json", max_length=32)
     farm_id: str | None = Field(default=None, pattern=_ID_PATTERN)
     body: dict[str, Any] = Field(default_factory=dict)
+    # Ed25519 over the rest of the envelope (distrl_sdk.wire.signing): the key id, the sig
+    signer: str | None = Field(default=None, pattern=r"^[0-9a-f]{16}$")
+    sig: str | None = Field(default=None, max_length=128)
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 

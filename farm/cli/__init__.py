@@ -35,6 +35,7 @@ from farm.cli import (  # noqa: E402
     deploy,
     evaluate,
     farm,
+    keys,
     learner,
     sft,
     sim,
@@ -43,7 +44,7 @@ from farm.cli import (  # noqa: E402
 
 for _cmd in (sim.sim, demo.demo, farm.farm, farm.traj, learner.learner, deploy.deploy,
              tasks.tasks, broker.broker, config.config, demos.demos, sft.sft,
-             evaluate.eval_cmd):
+             evaluate.eval_cmd, keys.keys):
     cli.add_command(_cmd)
 
 

@@ -127,6 +127,10 @@ def _confirm(report: Any) -> bool:
 @click.option("--fetch-timeout", type=click.FloatRange(1, 3600), default=60.0,
               show_default=True,
               help="With --policy published: seconds to wait for the learner's policy.")
+@click.option("--learner-key", "learner_keys", multiple=True,
+              type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="With --policy published: the learner's public key (.pub, `distrl keys`) "
+                   "whose signed policy to run (repeatable) [default: the local learner key].")
 @click.option("--adb-port", type=int, default=None,
               help="adb server port (default $ANDROID_ADB_SERVER_PORT or 5037).")
 @click.option("--seed", default=0, show_default=True, type=int,
@@ -137,7 +141,8 @@ def deploy(instruction: str | None, serial: str, policy_spec: str, task_name: st
            max_steps: int | None, max_seconds: float | None, on_deny: str, confirm: bool,
            dry_run: bool, out: Path | None, no_record: bool, settle: float,
            broker: str | None, password_file: Path | None, fetch_timeout: float,
-           adb_port: int | None, seed: int, as_json: bool) -> None:
+           learner_keys: tuple[Path, ...], adb_port: int | None, seed: int,
+           as_json: bool) -> None:
     """Run an agent on one device to carry out INSTRUCTION, behind the safety guard.
 
     Every action is checked before it reaches the phone; refused ones never run. The
@@ -200,7 +205,7 @@ def deploy(instruction: str | None, serial: str, policy_spec: str, task_name: st
                       f"≤ {guard.config.max_seconds:g} s, on deny: {on_deny})")
     try:
         result = asyncio.run(_main(serial, port, policy, policy_spec, opts, broker, as_json,
-                                   fetch_timeout, sample))
+                                   fetch_timeout, sample, learner_keys))
     except KeyboardInterrupt:
         fail(f"interrupted; what was recorded is in {out_dir}", 130)
     except DistRLError as exc:
@@ -225,14 +230,21 @@ def deploy_exit_status(stop_reason: str, success: bool | None) -> int:
     return 0 if stop_reason in ("completed", "answered", "impossible") else 1
 
 
-async def _published(broker: str, timeout: float, sample: bool, as_json: bool) -> Any:
+async def _published(broker: str, timeout: float, sample: bool, as_json: bool,
+                     learner_keys: tuple[Path, ...] = ()) -> Any:
     """The newest version on the broker, verified (sha256, size) as a farm takes it."""
     from farm.learner.weights import LearnedPolicyProvider
 
     if not as_json:
         err_console.print(f"fetching the newest published policy from {mask_url(broker)} …")
-    async with LearnedPolicyProvider(broker, greedy=not sample,
-                                     fetch_timeout_s=timeout) as provider:
+    from farm.keys import trusted_learners
+
+    try:  # only a version a trusted learner signed
+        trusted = trusted_learners(learner_keys)
+    except (OSError, ValueError) as exc:
+        raise DeployInputError(f"learner key: {exc}") from None
+    async with LearnedPolicyProvider(broker, greedy=not sample, fetch_timeout_s=timeout,
+                                     trusted=trusted) as provider:
         try:
             version = await provider.wait_ready(timeout)
         except TimeoutError as exc:
@@ -249,13 +261,13 @@ class DeployInputError(DistRLError):
 
 async def _main(serial: str, port: int, policy: Any, policy_spec: str, opts: Any,
                 broker: str | None, as_json: bool, fetch_timeout: float = 60.0,
-                sample: bool = False) -> Any:
+                sample: bool = False, learner_keys: tuple[Path, ...] = ()) -> Any:
     from distrl_sdk.policy import OraclePolicy
     from farm.deploy import LiveFeed, StepReport, connect_device, run_deploy
 
     if policy_spec == PUBLISHED:
         assert broker is not None
-        policy = await _published(broker, fetch_timeout, sample, as_json)
+        policy = await _published(broker, fetch_timeout, sample, as_json, learner_keys)
         opts.policy_name = policy.name
     device = await connect_device(serial, port=port)
     if broker:

@@ -9,7 +9,7 @@ import signal
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -24,6 +24,9 @@ from farm.broker_password import (
 )
 from farm.cli.common import CONTEXT, fail
 from farm.cli.config import FieldsHelp
+
+if TYPE_CHECKING:
+    from distrl_sdk.wire.signing import TrustedKeys
 
 __all__ = ["farm", "traj"]
 
@@ -128,6 +131,11 @@ def farm() -> None:
                    "seconds (test split, greedy, frozen version; never learned from).")
 @click.option("--eval-episodes-per-task", type=int, default=None,
               help="Episodes of each task per evaluation round [default: 1].")
+@click.option("--learner-key", "learner_keys", multiple=True,
+              type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="A learner's public key (.pub from `distrl keys`) whose signed policy "
+                   "pointers and acks this farm accepts (repeatable) [default: the local "
+                   "learner key].")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def farm_up(config_file: str | None, broker_url: str | None, password_file: Path | None,
             sim: int | None,
@@ -138,7 +146,7 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
             seed: int | None, screenshots: bool | None, episode_timeout: float | None,
             flush_timeout: float | None, frames_hz: float | None, status_hz: float | None,
             eval_every_s: float | None, eval_episodes_per_task: int | None,
-            as_json: bool) -> None:
+            learner_keys: tuple[Path, ...], as_json: bool) -> None:
     """Collect trajectories on devices and publish them over MQTT (Ctrl-C stops cleanly).
 
     Settings come from flags, then DISTRL_* environment variables, then the --config
@@ -174,6 +182,7 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
         "live.status_hz": (status_hz, "--status-hz"),
         "collect.eval_every_s": (eval_every_s, "--eval-every"),
         "collect.eval_episodes_per_task": (eval_episodes_per_task, "--eval-episodes-per-task"),
+        "trust.learner_keys": (list(learner_keys) or None, "--learner-key"),
     }
     try:
         loaded = load_settings(config_file, flags=flags)
@@ -190,8 +199,16 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
         from farm.config import effective_broker_url
 
         _check_url(effective_broker_url(st.broker) or "")
+    trusted = None
+    if not st.trust.accept_unsigned:
+        from farm.keys import trusted_learners
+
+        try:
+            trusted = trusted_learners(st.trust.learner_keys)
+        except (OSError, ValueError) as exc:
+            fail(f"learner key: {exc}")
     try:
-        summary = asyncio.run(_farm_up(st, tasks))
+        summary = asyncio.run(_farm_up(st, tasks, trusted))
     except (RuntimeError, ConnectionError, ValueError, OSError) as exc:
         fail(str(exc))
     except KeyboardInterrupt:
@@ -202,7 +219,8 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
         _print_summary(summary)
 
 
-async def _farm_up(st: Any, tasks: list[Any]) -> dict[str, Any]:
+async def _farm_up(st: Any, tasks: list[Any], trusted: TrustedKeys | None
+                   ) -> dict[str, Any]:
     from farm.broker import EmbeddedBroker
     from farm.config import effective_broker_url
     from farm.controller import FarmConfig, FarmController
@@ -248,7 +266,7 @@ async def _farm_up(st: Any, tasks: list[Any]) -> dict[str, Any]:
 
             policies = await stack.enter_async_context(LearnedPolicyProvider(
                 broker_url, client_id=f"distrl-weights-{st.farm_id}",
-                fallback=RandomProvider(seed=c.seed)))
+                fallback=RandomProvider(seed=c.seed), trusted=trusted))
         evaluation = None
         if policies is not None and c.eval_every_s is not None:
             from farm.evaluate import PeriodicEval
@@ -265,7 +283,8 @@ async def _farm_up(st: Any, tasks: list[Any]) -> dict[str, Any]:
             lifecycle=st.lifecycle.to_lifecycle(), status_hz=st.live.status_hz,
             frames_hz=st.live.frames_hz, frames_total_hz=st.live.frames_total_hz,
             frame_width=st.live.frame_width,
-            frame_quality=st.live.frame_quality, sim_devices=sims), policies=policies,
+            frame_quality=st.live.frame_quality, sim_devices=sims,
+            trusted_learners=trusted), policies=policies,
             evaluation=evaluation)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

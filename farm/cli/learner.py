@@ -84,6 +84,10 @@ def load_learner_config(path: Path | None, overrides: dict[str, Any]) -> Any:
               default=None, help="Start a fresh run from this policy checkpoint (e.g. "
                                  "`distrl sft --out`); a run dir with checkpoints resumes "
                                  "instead.")
+@click.option("--signing-key", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              default=None, help="Private key (`distrl keys create NAME`) that signs policy "
+                                 "pointers and acks [default: the local learner key, created "
+                                 "if missing; farms on this host trust it by default].")
 @click.option("--demos", "demos", type=click.Path(file_okay=False, path_type=Path),
               multiple=True, help="Demonstration dataset (`distrl demos record`; repeatable) "
                                   "kept in play as the demonstration anchor: each actor "
@@ -99,6 +103,7 @@ def load_learner_config(path: Path | None, overrides: dict[str, Any]) -> Any:
 def learner(config_path: Path | None, broker_url: str | None, password_file: Path | None,
             run_dir: Path | None,
             algo: str | None, policy_kind: str | None, init_policy: Path | None,
+            signing_key: Path | None,
             demos: tuple[Path, ...], demo_coef: float | None, duration: float | None,
             progress_every: float, as_json: bool, verbose: bool) -> None:
     """Learn from the farms' trajectories (dedupe, replay, A-RIDE updates), publish
@@ -111,7 +116,8 @@ def learner(config_path: Path | None, broker_url: str | None, password_file: Pat
         cfg = load_learner_config(config_path, {
             "broker_url": broker_url, "run_dir": run_dir, "algorithm": algo,
             "policy_kind": policy_kind, "metrics_every_s": progress_every,
-            "init_policy": init_policy, "demos": list(demos) or None})
+            "init_policy": init_policy, "demos": list(demos) or None,
+            "signing_key": signing_key})
         if demo_coef is not None:
             cfg.algo_config = {**cfg.algo_config, "demo_coef": demo_coef}
         # --password-file replaces a password in the URL; $DISTRL_BROKER_PASSWORD fills one in
@@ -124,11 +130,14 @@ def learner(config_path: Path | None, broker_url: str | None, password_file: Pat
 
             cfg.init_policy = policy_dir(cfg.init_policy)  # a run dir: its newest
             load_policy(cfg.init_policy)  # a bad checkpoint: exit 2 before any broker work
+        from farm.keys import learner_signing_key
+
+        learner_signing_key(cfg.signing_key)  # unreadable: exit 2 before any broker work
         for d in cfg.demos:
             from distrl_sdk.learn.demos import read_manifest
 
             read_manifest(d)  # not a dataset: exit 2 before any broker work
-    except ValueError as exc:
+    except (OSError, ValueError) as exc:
         fail(str(exc))
     except Exception as exc:
         from distrl_sdk import DistRLError

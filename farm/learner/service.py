@@ -113,6 +113,12 @@ class LearnerConfig(BaseModel):
         None, description="Policy checkpoint (e.g. `distrl sft`'s) a fresh run starts from; "
                           "its kind and config replace policy_kind/policy_config. Ignored "
                           "when the run dir has a checkpoint to resume.")
+    signing_key: Path | None = Field(
+        None, description="The learner's private key (`distrl keys create`): it signs every "
+                          "policy pointer and trajectory ack, and farms accept only what a "
+                          "learner key they trust signed. Unset: the local learner key "
+                          "($DISTRL_KEYS or ~/.local/state/distrl/keys/learner.key, created "
+                          "if missing), the one a farm on this host trusts by default.")
     demos: list[Path] = Field(
         default_factory=list,
         description="Demonstration datasets (`distrl demos record`) kept in play as the "
@@ -915,14 +921,17 @@ class LearnerService:
         log.info("learner at v%d, replay %s (%s)", self.trainer.version, self._replay,
                  f"resumed from {self.restored_from.name}" if self.restored_from else "fresh")
         self.link = MqttLink(cfg.broker_url, client_id=f"{cfg.client_id}-pub")
-        self.publisher = WeightPublisher(self.link, keep=cfg.keep_versions)
+        from farm.keys import learner_signing_key
+
+        signer = learner_signing_key(cfg.signing_key)
+        self.publisher = WeightPublisher(self.link, keep=cfg.keep_versions, signer=signer)
         self.publisher.published = list(self._published_blobs)
         seen = self._ids  # one memory of ids, the subscriber's and the checkpoint's
         self.subscriber = TrajectorySubscriber(
             cfg.broker_url, farm_id=cfg.farm_id, client_id=cfg.client_id, clean_session=False,
             handler=self._on_trajectory, seen=seen,
             reassembler=Reassembler(max_message_bytes=cfg.max_trajectory_bytes),
-            backoff=self.backoff)
+            backoff=self.backoff, signer=signer)
         tasks: list[asyncio.Task[Any]] = []
         try:
             await self.link.start()

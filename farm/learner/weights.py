@@ -49,6 +49,7 @@ from distrl_sdk.wire import (
     topics,
 )
 from distrl_sdk.wire.codec import CHUNK_MAGIC
+from distrl_sdk.wire.signing import SigningKey, TrustedKeys, Verdict, check_envelope
 from farm.collect.policy import PolicyChoice, PolicyProvider
 from farm.transport import Backoff, parse_broker_url
 from farm.transport.reject_log import RejectLog
@@ -241,8 +242,9 @@ class WeightPublisher:
     """Publishes policy versions (learner side) through an :class:`MqttLink`."""
 
     def __init__(self, link: MqttLink, *, keep: int = 2,
-                 chunk_bytes: int = MAX_CHUNK_BYTES) -> None:
+                 chunk_bytes: int = MAX_CHUNK_BYTES, signer: SigningKey | None = None) -> None:
         self.link = link
+        self.signer = signer  # signs every pointer (the blob is bound to it by its sha256)
         self.keep = max(1, keep)
         self.chunk_bytes = chunk_bytes
         self.published: list[PublishedBlob] = []  # oldest first; persisted by the learner
@@ -261,7 +263,8 @@ class WeightPublisher:
         pointer = PolicyPointer(version=version, sha256=digest, size=len(blob),
                                 where=f"mqtt:{topics.policy_blob(version)}", kind=kind,
                                 config=dict(config or {}))
-        await self.link.publish(topics.policy_pointer(), encode_envelope(pointer), retain=True)
+        await self.link.publish(topics.policy_pointer(),
+                                encode_envelope(pointer, signer=self.signer), retain=True)
         self.published = [p for p in self.published if p.version != version]
         self.published.append(PublishedBlob(version, len(chunks), len(blob), digest))
         await self._clear_old()
@@ -354,7 +357,9 @@ class WeightSubscriber(_Background):
     in increasing version order; :attr:`version` is the newest accepted one.
     :attr:`refused` counts refusals by reason: ``stale``, ``sha_mismatch``,
     ``size_mismatch``, ``bad_chunk``, ``bad_weights``, ``bad_pointer``, ``bad_config``,
-    ``timeout``, ``unsupported_where``, ``rejected_by_consumer``.
+    ``timeout``, ``unsupported_where``, ``rejected_by_consumer`` and, with ``trusted``
+    keys, ``unsigned``, ``unknown_key``, ``bad_signature`` (a pointer must be signed by
+    one of them: the broker's word that it came from the learner is not enough).
 
     A fetch in progress never holds the farm: the broker's newest pointer replaces it (the
     retained pointer topic holds one message, so the newest is what the learner, or
@@ -367,9 +372,10 @@ class WeightSubscriber(_Background):
     def __init__(self, url: str, on_weights: OnPolicy, *, client_id: str | None = None,
                  version: int = -1, fetch_timeout_s: float = 60.0,
                  max_blob_bytes: int = 2 * 1024**3, backoff: Backoff | None = None,
-                 keepalive: int = 15) -> None:
+                 keepalive: int = 15, trusted: TrustedKeys | None = None) -> None:
         self.address = parse_broker_url(url)
         self.on_weights = on_weights
+        self.trusted = trusted  # None: any well-formed pointer (tests, one-process use)
         self.client_id = client_id or f"distrl-weights-{uuid.uuid4().hex[:10]}"
         self.version = version
         self.fetch_timeout_s = fetch_timeout_s
@@ -456,6 +462,11 @@ class WeightSubscriber(_Background):
                                 f"{f.pointer.size} B)")
 
     async def _on_pointer(self, client: aiomqtt.Client, payload: bytes) -> None:
+        if self.trusted is not None:
+            verdict, detail = check_envelope(payload, self.trusted)
+            if verdict is not Verdict.OK:
+                self._refuse(verdict.value, detail)
+                return
         parsed = parse_message(topics.policy_pointer(), payload)
         if not isinstance(parsed, Message) or not isinstance(parsed.body, PolicyPointer):
             detail = parsed.detail if isinstance(parsed, Rejected) else "not a pointer"
@@ -592,12 +603,13 @@ class LearnedPolicyProvider:
 
     def __init__(self, url: str, *, client_id: str | None = None, greedy: bool = False,
                  fetch_timeout_s: float = 60.0, ready_timeout_s: float = 120.0,
-                 fallback: PolicyProvider | None = None) -> None:
+                 fallback: PolicyProvider | None = None,
+                 trusted: TrustedKeys | None = None) -> None:
         self.greedy = greedy
         self.fallback = fallback  # plays (e.g. RandomProvider) until the first version
         self.ready_timeout_s = ready_timeout_s
         self.subscriber = WeightSubscriber(url, self._on_weights, client_id=client_id,
-                                           fetch_timeout_s=fetch_timeout_s)
+                                           fetch_timeout_s=fetch_timeout_s, trusted=trusted)
         self.agent: PolicyAgent | None = None
         self.swaps = 0
         self.builds = 0

@@ -46,6 +46,7 @@ from distrl_sdk.wire import (
     topics,
 )
 from distrl_sdk.wire.broker_url import parse_broker_url
+from distrl_sdk.wire.signing import TrustedKeys, Verdict, check_envelope
 from farm.transport._conn import Backoff
 from farm.transport.reject_log import RejectLog
 from farm.transport.spool import OnFull, Spool
@@ -88,8 +89,12 @@ class Publisher:
                  resend_after_s: float = 30.0, max_inflight: int = 64,
                  backoff: Backoff | None = None, keepalive: int = 15,
                  spool_max_bytes: int = 2 * 1024**3, spool_max_entries: int = 10_000,
-                 spool_on_full: OnFull = "block", tasks: Sequence[str] = ()) -> None:
+                 spool_on_full: OnFull = "block", tasks: Sequence[str] = (),
+                 trusted_acks: TrustedKeys | None = None) -> None:
         self.address = parse_broker_url(url)
+        # with keys: an ack deletes spooled trajectories only when a trusted learner signed
+        # it (refused ones are counted as unsigned / unknown_key / bad_signature)
+        self.trusted_acks = trusted_acks
         self.farm_id = topics.check_id(farm_id, "farm id")
         self.controller_id = topics.check_id(controller_id, "device id")
         self.tasks = sorted(tasks)  # named in the farm's own status (the TUI's run-task list)
@@ -263,6 +268,11 @@ class Publisher:
             if not isinstance(parsed, Message) or not isinstance(parsed.body, TrajectoryAck):
                 self._reject_log.reject("wrong_schema", f"on {m.topic}: not an ack")
                 continue
+            if self.trusted_acks is not None:
+                verdict, detail = check_envelope(m.payload, self.trusted_acks)
+                if verdict is not Verdict.OK:
+                    self._reject_log.reject(verdict.value, f"on {m.topic}: {detail}")
+                    continue
             ids = list(parsed.body.ids)
             early = [i for i in ids if i in self._early]
             self._early_acked.update(early)

@@ -42,6 +42,7 @@ from distrl_sdk.wire import (
     verify_payload,
 )
 from distrl_sdk.wire.broker_url import parse_broker_url
+from distrl_sdk.wire.signing import SigningKey
 from farm.transport._conn import Backoff
 from farm.transport.reject_log import RejectLog
 
@@ -144,8 +145,9 @@ class TrajectorySubscriber:
                  queue_size: int = 0, reassembler: Reassembler | None = None,
                  seen: SeenIds | None = None, max_chunk_bytes: int = MAX_CHUNK_BYTES,
                  backoff: Backoff | None = None, keepalive: int = 15,
-                 learner_id: str | None = None) -> None:
+                 learner_id: str | None = None, signer: SigningKey | None = None) -> None:
         self.address = parse_broker_url(url)
+        self.signer = signer  # signs every ack (farms that trust this key accept only those)
         self.filter = topics.traj_filter(farm_id)
         self.client_id = client_id
         self.clean_session = clean_session
@@ -240,8 +242,8 @@ class TrajectorySubscriber:
                 by_farm.setdefault(farm, []).append(tid)
             for farm, ids in by_farm.items():
                 ack = TrajectoryAck(ids=ids, learner_id=self.learner_id)
-                await client.publish(topics.ack(farm), encode_envelope(ack, farm_id=farm),
-                                     qos=1)
+                await client.publish(topics.ack(farm), encode_envelope(
+                    ack, farm_id=farm, signer=self.signer), qos=1)
                 self.acks_sent += len(ids)
 
     async def _loop(self, client: aiomqtt.Client, acks: asyncio.Queue[tuple[str, str]]

@@ -353,6 +353,7 @@ async def test_farm_plays_learned_policy_on_sim_phones(broker: EmbeddedBroker,
     from distrl_sdk.registry import TaskRegistry
     from farm.controller import FarmConfig, FarmController
     from farm.device.lifecycle import LifecycleConfig
+    from farm.keys import trusted_learners
     from farm.sim.adbhost import PrivateAdbServer
     from farm.sim.background import BackgroundFarm
 
@@ -374,13 +375,17 @@ async def test_farm_plays_learned_policy_on_sim_phones(broker: EmbeddedBroker,
     svc._on_trajectory = spy  # type: ignore[method-assign]
     task = await start(svc)
     with BackgroundFarm(2, seed=3) as sims, PrivateAdbServer() as adb:
-        async with LearnedPolicyProvider(broker.url, client_id="f1-weights") as provider:
+        # as `farm up` and `distrl learner` on one host: both default to the local
+        # learner key, the learner signing and the farm accepting only what it signed
+        trusted = trusted_learners()
+        async with LearnedPolicyProvider(broker.url, client_id="f1-weights",
+                                         trusted=trusted) as provider:
             await provider.wait_ready(30)
             ctl = FarmController(FarmConfig(
                 broker_url=broker.url, farm_id="f1", adb_port=adb.port, devices=sims.serials,
                 tasks=tasks, policy="learned", duration_s=10.0, spool_dir=tmp_path / "spool",
-                lifecycle=fast, flush_timeout_s=20.0, episode_timeout_s=20.0),
-                policies=provider)
+                lifecycle=fast, flush_timeout_s=20.0, episode_timeout_s=20.0,
+                trusted_learners=trusted), policies=provider)
             stats = await asyncio.wait_for(ctl.run(), 120)
     svc.stop()
     summary = await asyncio.wait_for(task, 60)
@@ -390,6 +395,7 @@ async def test_farm_plays_learned_policy_on_sim_phones(broker: EmbeddedBroker,
     assert None not in played and len(played) >= 2  # versions were swapped in during the run
     assert all(len(set(vs)) <= 1 for vs in got.values())  # one version per episode
     assert provider.swaps >= 2 and provider.refused == {}
+    assert ctl.publisher.rejects == {}  # every ack was the learner's, signed
     learnable = sum(1 for s in ("success", "failure") for _ in range(stats.by_status[s]))
     assert summary["episodes"] == learnable and summary["updates"] >= 1
 

@@ -312,3 +312,35 @@ async def test_provider_builds_policies_off_the_event_loop(
                                             config=learner.config_dict())
         assert await provider.wait_ready(10) == 1
     assert built_on and threading.main_thread().name not in built_on, built_on
+
+
+async def test_only_pointers_the_trusted_learner_signed_are_followed(
+        broker: EmbeddedBroker) -> None:
+    """The pointer attack signatures close: the learner's own blob republished under
+    version 10⁹ froze a farm on it. Unsigned, by another key, or the learner's signed
+    pointer with its version changed: each is refused and counted before any fetch, and
+    the farm goes on following the learner."""
+    from distrl_sdk.wire.signing import SigningKey, TrustedKeys
+
+    learner, intruder = SigningKey.generate("learner"), SigningKey.generate("intruder")
+    policy = build_policy("uitree", CFG)
+    cfg = policy.config_dict()
+    sub = WeightSubscriber(broker.url, lambda w, p: None, trusted=TrustedKeys.of([learner]))
+    async with sub, MqttLink(broker.url) as link:
+        pub = WeightPublisher(link, chunk_bytes=SMALL_CHUNKS, signer=learner)
+        real = await pub.publish(policy.weights(), 1, kind="uitree", config=cfg)
+        await sub.wait_version(1, timeout=10)
+        huge = real.model_copy(update={"version": 10**9})
+        moved = json.loads(encode_envelope(real, signer=learner))
+        moved["body"]["version"] = 10**9
+        await raw_publish(broker.url, [
+            (topics.policy_pointer(), encode_envelope(huge)),
+            (topics.policy_pointer(), encode_envelope(huge, signer=intruder)),
+            (topics.policy_pointer(), json.dumps(moved).encode())])
+        await until(lambda: sum(sub.refused[r] for r in
+                                ("unsigned", "unknown_key", "bad_signature")) == 3)
+        assert (sub.refused["unsigned"], sub.refused["unknown_key"],
+                sub.refused["bad_signature"]) == (1, 1, 1)
+        assert sub.version == 1 and sub._fetch is None
+        await pub.publish(shifted(policy.weights(), 0.1), 2, kind="uitree", config=cfg)
+        assert await sub.wait_version(2, timeout=10) == 2
