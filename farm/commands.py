@@ -52,6 +52,7 @@ from distrl_sdk.wire import (
     parse_message,
     topics,
 )
+from distrl_sdk.wire.signing import TrustedKeys, Verdict, check_envelope
 from farm.collect import TaskSampler
 from farm.device.lifecycle import DeviceState, StateChanged
 from farm.device.registry import DeviceRegistry
@@ -198,15 +199,20 @@ class CommandListener:
 
     ``rejects`` counts refused messages by reason (``bad_json``, ``wrong_schema``,
     ``too_large``, ``bad_body``, ``unknown_op``, ``unknown_device``, ``expired``,
-    ``device_mismatch``, ``duplicate``, ``overloaded`` …); ``results`` counts answered
-    commands by op and outcome.
+    ``device_mismatch``, ``duplicate``, ``overloaded`` …; with ``trusted`` operator keys
+    also ``unsigned``, ``unknown_key``, ``bad_signature``: a command runs only when an
+    operator key the farm trusts signed it); ``results`` counts answered commands by op
+    and outcome. A signed command replayed later is still refused: by its id while this
+    farm remembers it, by its ``expires_at`` after that.
     """
 
     def __init__(self, url: str, farm_id: str, execute: Callable[[Command], Any], *,
                  known_device: Callable[[str], bool] | None = None,
                  client_id: str | None = None, backoff: Backoff | None = None,
-                 max_concurrent: int = 32, keepalive: int = 15) -> None:
+                 max_concurrent: int = 32, keepalive: int = 15,
+                 trusted: TrustedKeys | None = None) -> None:
         self.address = parse_broker_url(url)
+        self.trusted = trusted  # None: any well-formed command (tests, one-process use)
         self.farm_id = topics.check_id(farm_id, "farm id")
         self.result_topic = topics.cmd_result(farm_id)
         self.filter = f"{topics.PREFIX}/{farm_id}/cmd/+"
@@ -303,6 +309,12 @@ class CommandListener:
             self._reject("wrong_schema", f"{topic}: not a command")
             return
         cmd = parsed.body
+        if self.trusted is not None:
+            verdict, detail = check_envelope(payload, self.trusted)
+            if verdict is not Verdict.OK:
+                self._reject(verdict.value, f"{topic}: {cmd.op} {cmd.device_id}: {detail}")
+                self._answer_later(_result(cmd, False, f"refused: {verdict.value} ({detail})"))
+                return
         if parsed.topic.item_id != cmd.device_id:
             self._reject("device_mismatch", f"{topic}: command for {cmd.device_id}")
             self._answer_later(_result(cmd, False, "device id differs from the topic's"))

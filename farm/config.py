@@ -231,10 +231,15 @@ class TrustSection(_Section):
         "trajectory acks this farm accepts; anything else is refused and counted. Empty: "
         "the local learner key ($DISTRL_KEYS or ~/.local/state/distrl/keys/learner.key, "
         "created if missing), which `distrl learner` on this host signs with."))
+    operator_keys: list[Path] = Field(default_factory=list, description=(
+        "Public keys (.pub) of the operators (`distrl tui`) whose signed commands this farm "
+        "runs; anything else is refused, answered and counted. Empty: the local operator "
+        "key ($DISTRL_KEYS or ~/.local/state/distrl/keys/operator.key, created if "
+        "missing), which `distrl tui` on this host signs with."))
     accept_unsigned: bool = Field(False, description=(
-        "Accept unsigned or unknown-key pointers and acks (a learner from before "
+        "Accept unsigned or unknown-key pointers, acks and commands (parts from before "
         "signatures). Anyone who can publish on the broker can then delete spooled "
-        "trajectories and choose the farm's policy."))
+        "trajectories, choose the farm's policy and command its devices."))
 
 
 class FarmSettings(_Section):

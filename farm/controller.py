@@ -185,6 +185,8 @@ class FarmConfig:
     sim_devices: frozenset[str] = frozenset()  # serials of sim phones (kind "sim")
     # learner keys whose signed acks may delete spooled trajectories; None: any ack
     trusted_learners: TrustedKeys | None = None
+    # operator keys whose signed commands this farm runs; None: any command
+    trusted_operators: TrustedKeys | None = None
 
 
 def _px_action(action: Any, size: tuple[int, int]) -> dict[str, Any]:
@@ -663,7 +665,8 @@ class FarmController:
             return result
 
         self.commands = CommandListener(cfg.broker_url, cfg.farm_id, execute,
-                                        known_device=lambda s: s in reg.devices)
+                                        known_device=lambda s: s in reg.devices,
+                                        trusted=cfg.trusted_operators)
         await self.commands.start()
 
     async def run(self) -> CollectorStats:

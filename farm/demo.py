@@ -307,9 +307,12 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
     # publish a policy; children read their passwords from files, never from argv
     accounts = BrokerAccounts.generate([DEMO_FARM_ID])
     accounts.save(run_dir / "broker")
-    # the learner signs pointers and acks; the farm accepts only what this key signed
-    learner_key = run_dir / "keys" / "learner.key"
+    # the learner signs pointers and acks, the TUI its commands; the farm accepts only
+    # what these two keys signed
+    keys = run_dir / "keys"
+    learner_key, operator_key = keys / "learner.key", keys / "operator.key"
     SigningKey.generate("learner").save(learner_key)
+    SigningKey.generate("operator").save(operator_key)
     broker = EmbeddedBroker(accounts=accounts)
     await broker.start()
     summary.broker = broker.url
@@ -354,6 +357,7 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
         "farm", "up", *connect_as(farm_user(DEMO_FARM_ID)), "--sim", str(cfg.phones),
         "--policy", "learned", "--farm-id", DEMO_FARM_ID, "--spool", str(run_dir / "spool"),
         "--learner-key", str(learner_key.with_suffix(".pub")),
+        "--operator-key", str(operator_key.with_suffix(".pub")),
         "--seed", str(cfg.seed),
         # unacked trajectories stay in the spool on disk; the demo does not wait long
         "--flush-timeout", "5",
@@ -372,7 +376,8 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
         if not headless:
             argv = list(cfg.tui_argv) if cfg.tui_argv is not None else [
                 sys.executable, "-m", "tui", *connect_as("operator"), "--farm", "+",
-                "--crash-log", str(crash_log), "--quit-hint",
+                "--signing-key", str(operator_key), "--crash-log", str(crash_log),
+                "--quit-hint",
                 "Quit the demo: stops the farm, the learner and the broker"]
             tui = _Child("tui", argv, None)
             await tui.start()

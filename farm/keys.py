@@ -1,9 +1,10 @@
 """Where DistRL keeps its Ed25519 identities, and the defaults that make them invisible
 on one host: a learner signs its policy pointers and trajectory acks with
-``learner.key``; a farm accepts only what that key (or the ``.pub`` files it is given)
-signed. Both create the local learner key if it does not exist yet, so the demo and
-``farm up`` + ``learner`` on one machine need no set-up; across hosts, copy the
-learner's ``learner.pub`` to the farm's host and name it with ``--learner-key``."""
+``learner.key``, the TUI its commands with ``operator.key``; a farm accepts only what
+those keys (or the ``.pub`` files it is given) signed. Every side creates a missing
+local key, so the demo and ``farm up`` + ``learner`` + ``tui`` on one machine need no
+set-up; across hosts, copy ``learner.pub`` / ``operator.pub`` to the farm's host and
+name them with ``--learner-key`` / ``--operator-key``."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from pathlib import Path
 
 from distrl_sdk.wire.signing import SigningKey, TrustedKeys, VerifyKey
 
-__all__ = ["LEARNER", "default_keys_dir", "learner_signing_key", "trusted_learners"]
+__all__ = ["LEARNER", "OPERATOR", "default_keys_dir", "learner_signing_key",
+           "operator_signing_key", "trusted_learners", "trusted_operators"]
 
 LEARNER = "learner"
+OPERATOR = "operator"  # the TUI's commands; a farm runs only what a trusted operator signed
 
 
 def default_keys_dir() -> Path:
@@ -26,16 +29,34 @@ def default_keys_dir() -> Path:
     return Path(state) / "distrl" / "keys"
 
 
-def learner_signing_key(path: Path | None = None) -> SigningKey:
-    """The learner's key: ``path``, else the local learner key (created if missing)."""
+def _signing_key(role: str, path: Path | None) -> SigningKey:
     if path is not None:
         return SigningKey.load(path)
-    return SigningKey.load_or_create(default_keys_dir() / f"{LEARNER}.key")
+    return SigningKey.load_or_create(default_keys_dir() / f"{role}.key")
+
+
+def _trusted(role: str, paths: Sequence[Path]) -> TrustedKeys:
+    if paths:
+        return TrustedKeys.of(VerifyKey.load(p) for p in paths)
+    return TrustedKeys.of([_signing_key(role, None)])
+
+
+def learner_signing_key(path: Path | None = None) -> SigningKey:
+    """The learner's key: ``path``, else the local learner key (created if missing)."""
+    return _signing_key(LEARNER, path)
 
 
 def trusted_learners(paths: Sequence[Path] = ()) -> TrustedKeys:
     """The learner keys a farm accepts: ``paths`` (``.pub`` or ``.key`` files), else the
     local learner key (created if missing)."""
-    if paths:
-        return TrustedKeys.of(VerifyKey.load(p) for p in paths)
-    return TrustedKeys.of([learner_signing_key()])
+    return _trusted(LEARNER, paths)
+
+
+def operator_signing_key(path: Path | None = None) -> SigningKey:
+    """An operator's key (the TUI signs its commands): ``path``, else the local one."""
+    return _signing_key(OPERATOR, path)
+
+
+def trusted_operators(paths: Sequence[Path] = ()) -> TrustedKeys:
+    """The operator keys whose commands a farm runs: ``paths``, else the local one."""
+    return _trusted(OPERATOR, paths)

@@ -26,6 +26,7 @@ from textual.dom import DOMNode
 from textual.screen import Screen
 
 from distrl_sdk.wire import Command, encode_envelope, topics
+from distrl_sdk.wire.signing import SigningKey
 from tui.base import MUTATIONS, AppScreen, DeviceActionsScreen
 from tui.commands import FarmCommands
 from tui.decoder import DeviceKey, FrameDecoder
@@ -43,6 +44,8 @@ from tui.wall import PhoneWall
 __all__ = ["DistrlTui"]
 
 PaletteEntry = tuple[str, str, Callable[[], Any]]
+#: seconds a command stays valid: long enough for a slow broker, short for a replay
+COMMAND_TTL_S = 60.0
 
 
 class DistrlTui(App[None]):
@@ -66,8 +69,9 @@ class DistrlTui(App[None]):
                  thumb_rows: int = 4, notify_limit: int = 3,
                  crash_log: Path | None = None, quit_hint: str | None = None,
                  fleet_view: str = "wall", color: str = "auto", image: str = "halfblock",
-                 password_file: Path | None = None) -> None:
+                 password_file: Path | None = None, signer: SigningKey | None = None) -> None:
         super().__init__()
+        self.signer = signer  # signs every command (farms run only what a key they trust signed)
         if fleet_view not in ("wall", "list"):
             raise ValueError(f"fleet_view must be wall or list, not {fleet_view!r}")
         if image not in ("halfblock", "native"):
@@ -307,8 +311,10 @@ class DistrlTui(App[None]):
             self.notify("read-only mode: commands are disabled", severity="warning")
             return None
         farm, device = key
-        cmd = Command(device_id=device, op=op, args=args or {})  # type: ignore[arg-type]
-        payload = encode_envelope(cmd, farm_id=farm)
+        # expires: a captured command replayed later is refused even by a restarted farm
+        cmd = Command(device_id=device, op=op, args=args or {},  # type: ignore[arg-type]
+                      expires_at=time.time() + COMMAND_TTL_S)
+        payload = encode_envelope(cmd, farm_id=farm, signer=self.signer)
         topic = topics.cmd(farm, device)
         self.model.record_sent(farm, cmd)
 

@@ -29,6 +29,11 @@ DEFAULT_BROKER = "mqtt://127.0.0.1:1883"
               help="Farm id to watch, or + for every farm on the broker.")
 @click.option("--readonly", is_flag=True,
               help="Watch only: every command (pause, quarantine, run task …) is disabled.")
+@click.option("--signing-key", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              default=None,
+              help="Operator key (`distrl keys create NAME`) that signs every command; a farm "
+                   "runs only commands an operator key it trusts signed [default: the local "
+                   "operator key, created if missing, which `farm up` here trusts].")
 @click.option("--thumb-rows", default=4, show_default=True, type=click.IntRange(1, 12),
               help="Height of the fleet table's thumbnails, in terminal rows.")
 @click.option("--view", type=click.Choice(["wall", "list"]), default="wall", show_default=True,
@@ -50,7 +55,8 @@ DEFAULT_BROKER = "mqtt://127.0.0.1:1883"
                    "(env DISTRL_TUI_CRASH_LOG).")
 @click.option("--quit-hint", default=None, hidden=True,
               help="What q does, for the help screen (`distrl demo`: q stops it all).")
-def tui(broker: str, password_file: Path | None, farm: str, readonly: bool, thumb_rows: int,
+def tui(broker: str, password_file: Path | None, farm: str, readonly: bool,
+        signing_key: Path | None, thumb_rows: int,
         view: str, color: str, image: str, crash_log: Path | None,
         quit_hint: str | None) -> None:
     """Terminal UI for a DistRL farm: live device screens, learner curves, logs.
@@ -69,6 +75,14 @@ def tui(broker: str, password_file: Path | None, farm: str, readonly: bool, thum
             topics.status(farm, "x")  # the farm id's own checks (characters, reserved ids)
     except ValueError as e:
         raise click.BadParameter(str(e)) from None
+    signer = None
+    if not readonly:  # a read-only TUI sends nothing, so it needs no key
+        from farm.keys import operator_signing_key
+
+        try:
+            signer = operator_signing_key(signing_key)
+        except (OSError, ValueError) as e:
+            raise click.BadParameter(str(e), param_hint="--signing-key") from None
     if not sys.stdout.isatty():
         raise click.UsageError("the TUI needs a terminal (stdout is not a TTY)")
     from tui.app import DistrlTui
@@ -80,7 +94,7 @@ def tui(broker: str, password_file: Path | None, farm: str, readonly: bool, thum
         image = detect_image()  # asks the terminal: before Textual takes it over
     app = DistrlTui(MqttSource(broker, farm), readonly=readonly, thumb_rows=thumb_rows,
                     crash_log=crash_log, quit_hint=quit_hint, fleet_view=view, color=color,
-                    image=image, password_file=password_file)
+                    image=image, password_file=password_file, signer=signer)
     app.run()
     # Textual sets 1 after an unhandled exception: the caller (e.g. `distrl demo`) must
     # be able to tell a crash from a quit

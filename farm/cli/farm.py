@@ -136,6 +136,11 @@ def farm() -> None:
               help="A learner's public key (.pub from `distrl keys`) whose signed policy "
                    "pointers and acks this farm accepts (repeatable) [default: the local "
                    "learner key].")
+@click.option("--operator-key", "operator_keys", multiple=True,
+              type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="An operator's public key (.pub) whose signed commands this farm runs "
+                   "(repeatable) [default: the local operator key, which `distrl tui` on "
+                   "this host signs with].")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def farm_up(config_file: str | None, broker_url: str | None, password_file: Path | None,
             sim: int | None,
@@ -146,7 +151,8 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
             seed: int | None, screenshots: bool | None, episode_timeout: float | None,
             flush_timeout: float | None, frames_hz: float | None, status_hz: float | None,
             eval_every_s: float | None, eval_episodes_per_task: int | None,
-            learner_keys: tuple[Path, ...], as_json: bool) -> None:
+            learner_keys: tuple[Path, ...], operator_keys: tuple[Path, ...],
+            as_json: bool) -> None:
     """Collect trajectories on devices and publish them over MQTT (Ctrl-C stops cleanly).
 
     Settings come from flags, then DISTRL_* environment variables, then the --config
@@ -183,6 +189,7 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
         "collect.eval_every_s": (eval_every_s, "--eval-every"),
         "collect.eval_episodes_per_task": (eval_episodes_per_task, "--eval-episodes-per-task"),
         "trust.learner_keys": (list(learner_keys) or None, "--learner-key"),
+        "trust.operator_keys": (list(operator_keys) or None, "--operator-key"),
     }
     try:
         loaded = load_settings(config_file, flags=flags)
@@ -199,16 +206,17 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
         from farm.config import effective_broker_url
 
         _check_url(effective_broker_url(st.broker) or "")
-    trusted = None
+    trusted = operators = None
     if not st.trust.accept_unsigned:
-        from farm.keys import trusted_learners
+        from farm.keys import trusted_learners, trusted_operators
 
         try:
             trusted = trusted_learners(st.trust.learner_keys)
+            operators = trusted_operators(st.trust.operator_keys)
         except (OSError, ValueError) as exc:
-            fail(f"learner key: {exc}")
+            fail(f"key: {exc}")
     try:
-        summary = asyncio.run(_farm_up(st, tasks, trusted))
+        summary = asyncio.run(_farm_up(st, tasks, trusted, operators))
     except (RuntimeError, ConnectionError, ValueError, OSError) as exc:
         fail(str(exc))
     except KeyboardInterrupt:
@@ -219,8 +227,8 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
         _print_summary(summary)
 
 
-async def _farm_up(st: Any, tasks: list[Any], trusted: TrustedKeys | None
-                   ) -> dict[str, Any]:
+async def _farm_up(st: Any, tasks: list[Any], trusted: TrustedKeys | None,
+                   operators: TrustedKeys | None) -> dict[str, Any]:
     from farm.broker import EmbeddedBroker
     from farm.config import effective_broker_url
     from farm.controller import FarmConfig, FarmController
@@ -284,7 +292,7 @@ async def _farm_up(st: Any, tasks: list[Any], trusted: TrustedKeys | None
             frames_hz=st.live.frames_hz, frames_total_hz=st.live.frames_total_hz,
             frame_width=st.live.frame_width,
             frame_quality=st.live.frame_quality, sim_devices=sims,
-            trusted_learners=trusted), policies=policies,
+            trusted_learners=trusted, trusted_operators=operators), policies=policies,
             evaluation=evaluation)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

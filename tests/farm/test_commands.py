@@ -237,3 +237,43 @@ async def test_hostile_messages_are_counted_and_collection_goes_on(tmp_path: Pat
         await until(lambda: r.ctl.rejects["duplicate"] == 1, 10, "duplicate counted")
         assert r.ctl.commands is not None
         assert r.ctl.commands.results["resume:ok"] == 2
+
+
+async def test_a_farm_that_trusts_an_operator_key_runs_only_what_it_signed(
+        tmp_path: Path) -> None:
+    """[trust]: an anonymous client quarantined 8/8 devices. With operator keys, an
+    unsigned command, one signed by another key, and the operator's signed `pause`
+    rewritten into `quarantine` are each refused, answered and counted; the operator's
+    own signed command runs, and replayed it is not run again."""
+    from distrl_sdk.wire.signing import SigningKey, TrustedKeys
+
+    operator, intruder = SigningKey.generate("operator"), SigningKey.generate("intruder")
+    async with rig(tmp_path, n=1, trusted_operators=TrustedKeys.of([operator])) as r:
+        w, a = r.watch, r.serials[0]
+        topic = topics.cmd(FARM, a)
+
+        def signed(cmd: Command, key: SigningKey | None) -> bytes:
+            return encode_envelope(cmd, farm_id=FARM, signer=key)
+
+        unsigned, foreign = Command(device_id=a, op="quarantine"), \
+            Command(device_id=a, op="quarantine")
+        rewritten = json.loads(signed(Command(device_id=a, op="pause"), operator))
+        rewritten["body"]["op"] = "quarantine"
+        await w.client.publish(topic, signed(unsigned, None), qos=1)
+        await w.client.publish(topic, signed(foreign, intruder), qos=1)
+        await w.client.publish(topic, json.dumps(rewritten).encode(), qos=1)
+        for cid, why in ((unsigned.id, "unsigned"), (foreign.id, "unknown_key"),
+                         (rewritten["body"]["id"], "bad_signature")):
+            res = await w.result(cid)
+            assert not res.ok and why in (res.detail or ""), res
+        rej = r.ctl.rejects
+        assert (rej["unsigned"], rej["unknown_key"], rej["bad_signature"]) == (1, 1, 1), rej
+        assert state(r, a) is not DeviceState.QUARANTINED
+        real = Command(device_id=a, op="quarantine", expires_at=time.time() + 60)
+        await w.client.publish(topic, signed(real, operator), qos=1)
+        assert (await w.result(real.id)).ok
+        await until(lambda: state(r, a) is DeviceState.QUARANTINED, 10, "quarantined")
+        w.results.clear()
+        await w.client.publish(topic, signed(real, operator), qos=1)  # a replay
+        await until(lambda: r.ctl.rejects["duplicate"] == 1, 10, "replay counted")
+        assert r.ctl.commands is not None and r.ctl.commands.results["quarantine:ok"] == 1

@@ -228,6 +228,28 @@ async def test_plain_device_actions_publish_commands(make_app: App,
         assert any("pause on farm1/sim-1: ok" in ln.text for ln in app.model.logs)
 
 
+async def test_commands_are_signed_with_the_operator_key_and_expire(
+        make_app: App, source: FakeSource) -> None:
+    """What a farm that trusts the operator's key checks: every command the TUI sends
+    verifies against that key and carries an expiry (a replay later is refused)."""
+    import time
+
+    from distrl_sdk.wire.signing import SigningKey, TrustedKeys, Verdict, check_envelope
+
+    key = SigningKey.generate("operator")
+    app = make_app(signer=key)
+    async with app.run_test(size=SIZE) as pilot:
+        feed_fleet(source, 2)
+        await app.settle()
+        await pilot.press("down", "p", "u")
+        await app.wait_commands()
+    assert len(source.sent) == 2
+    for _topic, payload in source.sent:
+        assert check_envelope(payload, TrustedKeys.of([key])) == (Verdict.OK, "operator")
+    for _topic, cmd in sent_commands(source):
+        assert cmd.expires_at is not None and 0 < cmd.expires_at - time.time() <= 60
+
+
 async def test_actions_work_from_the_device_screen(make_app: App, source: FakeSource) -> None:
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
