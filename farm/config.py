@@ -224,8 +224,13 @@ class LifecycleSection(_Section):
 
 
 class TrustSection(_Section):
-    """Whose signatures this farm accepts (`distrl keys`)."""
+    """This farm's key, and whose signatures it accepts (`distrl keys`)."""
 
+    signing_key: Path | None = Field(None, description=(
+        "This farm's private key (`distrl keys create NAME`): it signs every trajectory, "
+        "and a learner learns only from farm keys it trusts. Unset: the local farm key "
+        "($DISTRL_KEYS or ~/.local/state/distrl/keys/farm.key, created if missing), which "
+        "`distrl learner` on this host trusts by default."))
     learner_keys: list[Path] = Field(default_factory=list, description=(
         "Public keys (.pub from `distrl keys`) of the learners whose policy pointers and "
         "trajectory acks this farm accepts; anything else is refused and counted. Empty: "

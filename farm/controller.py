@@ -72,7 +72,7 @@ from distrl_sdk.wire import (
     topics,
     trajectory_to_msg,
 )
-from distrl_sdk.wire.signing import TrustedKeys
+from distrl_sdk.wire.signing import SigningKey, TrustedKeys
 from farm.collect import (
     Collector,
     CollectorConfig,
@@ -187,6 +187,7 @@ class FarmConfig:
     trusted_learners: TrustedKeys | None = None
     # operator keys whose signed commands this farm runs; None: any command
     trusted_operators: TrustedKeys | None = None
+    signing_key: SigningKey | None = None  # signs every trajectory this farm publishes
 
 
 def _px_action(action: Any, size: tuple[int, int]) -> dict[str, Any]:
@@ -369,7 +370,8 @@ class FarmController:
             OracleProvider() if config.policy == "oracle" else RandomProvider(seed=config.seed))
         self.publisher = Publisher(config.broker_url, config.farm_id, config.spool_dir,
                                    tasks=[t.name for t in config.tasks],
-                                   trusted_acks=config.trusted_learners)
+                                   trusted_acks=config.trusted_learners,
+                                   signer=config.signing_key)
         self.sink = MqttSink(self.publisher, on_done=self._episode_done)
         self.sampler = DirectedSampler(config.tasks, seed=config.seed)
         self.registry: DeviceRegistry | None = None

@@ -307,12 +307,13 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
     # publish a policy; children read their passwords from files, never from argv
     accounts = BrokerAccounts.generate([DEMO_FARM_ID])
     accounts.save(run_dir / "broker")
-    # the learner signs pointers and acks, the TUI its commands; the farm accepts only
-    # what these two keys signed
+    # the learner signs pointers and acks, the TUI its commands, the farm its
+    # trajectories; each takes only what the others' keys signed
     keys = run_dir / "keys"
-    learner_key, operator_key = keys / "learner.key", keys / "operator.key"
-    SigningKey.generate("learner").save(learner_key)
-    SigningKey.generate("operator").save(operator_key)
+    learner_key, operator_key, farm_key = (keys / f"{role}.key"
+                                           for role in ("learner", "operator", "farm"))
+    for key in (learner_key, operator_key, farm_key):
+        SigningKey.generate(key.stem).save(key)
     broker = EmbeddedBroker(accounts=accounts)
     await broker.start()
     summary.broker = broker.url
@@ -349,6 +350,7 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
     learner = _Child("learner", _distrl(
         "learner", "--config", str(run_dir / "learner.toml"), *connect_as("learner"),
         "--run-dir", str(run_dir / "learner"), "--signing-key", str(learner_key),
+        "--farm-key", str(farm_key.with_suffix(".pub")),
         "--algo", cfg.algo, "--policy", "uitree", *init),
         logs / "learner.log")
     evaluation = ["--eval-every", f"{cfg.eval_every_s:g}", "--eval-episodes-per-task", "2"] \
@@ -357,7 +359,7 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
         "farm", "up", *connect_as(farm_user(DEMO_FARM_ID)), "--sim", str(cfg.phones),
         "--policy", "learned", "--farm-id", DEMO_FARM_ID, "--spool", str(run_dir / "spool"),
         "--learner-key", str(learner_key.with_suffix(".pub")),
-        "--operator-key", str(operator_key.with_suffix(".pub")),
+        "--operator-key", str(operator_key.with_suffix(".pub")), "--signing-key", str(farm_key),
         "--seed", str(cfg.seed),
         # unacked trajectories stay in the spool on disk; the demo does not wait long
         "--flush-timeout", "5",

@@ -1,10 +1,12 @@
 """Where DistRL keeps its Ed25519 identities, and the defaults that make them invisible
 on one host: a learner signs its policy pointers and trajectory acks with
-``learner.key``, the TUI its commands with ``operator.key``; a farm accepts only what
-those keys (or the ``.pub`` files it is given) signed. Every side creates a missing
+``learner.key``, the TUI its commands with ``operator.key``, a farm its trajectories
+with ``farm.key``; each side accepts only what the keys it trusts (by default these
+local ones, else the ``.pub`` files it is given) signed. Every side creates a missing
 local key, so the demo and ``farm up`` + ``learner`` + ``tui`` on one machine need no
 set-up; across hosts, copy ``learner.pub`` / ``operator.pub`` to the farm's host and
-name them with ``--learner-key`` / ``--operator-key``."""
+name them with ``--learner-key`` / ``--operator-key``, and each farm's ``farm.pub`` to
+the learner's (``--farm-key``)."""
 
 from __future__ import annotations
 
@@ -14,11 +16,13 @@ from pathlib import Path
 
 from distrl_sdk.wire.signing import SigningKey, TrustedKeys, VerifyKey
 
-__all__ = ["LEARNER", "OPERATOR", "default_keys_dir", "learner_signing_key",
-           "operator_signing_key", "trusted_learners", "trusted_operators"]
+__all__ = ["FARM", "LEARNER", "OPERATOR", "default_keys_dir", "farm_signing_key",
+           "learner_signing_key", "local_key_path", "operator_signing_key", "trusted_farms",
+           "trusted_learners", "trusted_operators"]
 
 LEARNER = "learner"
 OPERATOR = "operator"  # the TUI's commands; a farm runs only what a trusted operator signed
+FARM = "farm"  # trajectories; the learner learns only what a trusted farm signed
 
 
 def default_keys_dir() -> Path:
@@ -29,10 +33,14 @@ def default_keys_dir() -> Path:
     return Path(state) / "distrl" / "keys"
 
 
+def local_key_path(role: str) -> Path:
+    return default_keys_dir() / f"{role}.key"
+
+
 def _signing_key(role: str, path: Path | None) -> SigningKey:
     if path is not None:
         return SigningKey.load(path)
-    return SigningKey.load_or_create(default_keys_dir() / f"{role}.key")
+    return SigningKey.load_or_create(local_key_path(role))
 
 
 def _trusted(role: str, paths: Sequence[Path]) -> TrustedKeys:
@@ -60,3 +68,14 @@ def operator_signing_key(path: Path | None = None) -> SigningKey:
 def trusted_operators(paths: Sequence[Path] = ()) -> TrustedKeys:
     """The operator keys whose commands a farm runs: ``paths``, else the local one."""
     return _trusted(OPERATOR, paths)
+
+
+def farm_signing_key(path: Path | None = None) -> SigningKey:
+    """A farm's key (it signs every trajectory): ``path``, else the local farm key."""
+    return _signing_key(FARM, path)
+
+
+def trusted_farms(paths: Sequence[Path] = ()) -> TrustedKeys:
+    """The farm keys whose trajectories a learner learns from: ``paths``, else the local
+    farm key (created if missing)."""
+    return _trusted(FARM, paths)

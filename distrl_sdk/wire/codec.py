@@ -29,7 +29,13 @@ from distrl_sdk.wire.schemas import (
     StepMsg,
     TrajectoryMsg,
 )
-from distrl_sdk.wire.signing import SigningKey, sign_envelope
+from distrl_sdk.wire.signing import (
+    SigningKey,
+    TrustedKeys,
+    Verdict,
+    check_envelope,
+    sign_envelope,
+)
 
 __all__ = [
     "CHUNK_MAGIC",
@@ -46,6 +52,7 @@ __all__ = [
     "Reassembler",
     "RejectReason",
     "Rejected",
+    "check_trajectory",
     "decode_trajectory",
     "encode_envelope",
     "encode_frame",
@@ -189,8 +196,12 @@ def encode_envelope(body: BaseModel, *, farm_id: str | None = None, msg_id: str 
 
 def encode_trajectory(msg: TrajectoryMsg, frames: Mapping[int, bytes | Image.Image] | None = None,
                       *, frame_opts: FrameOptions = FrameOptions(),
-                      extra: Mapping[str, tuple[str, bytes]] | None = None) -> bytes:
+                      extra: Mapping[str, tuple[str, bytes]] | None = None,
+                      signer: SigningKey | None = None) -> bytes:
     """``TRAJ_MAGIC | u32 header length | Envelope JSON | attachment bytes``.
+
+    ``signer`` signs the header envelope; it names every attachment's sha256, so the
+    signature covers the frames too (:func:`check_trajectory` verifies it).
 
     ``frames`` maps step index → PNG bytes/PIL image; each is converted to JPEG (or
     shipped as is with ``frame_opts.jpeg=False``) and referenced from its step.
@@ -230,8 +241,26 @@ def encode_trajectory(msg: TrajectoryMsg, frames: Mapping[int, bytes | Image.Ima
     env = Envelope(schema="trajectory", version=version, id=msg.id, codec=TRAJ_CODEC,
                    farm_id=msg.farm_id,
                    body=body.model_dump(mode="json", exclude={"eval"} if version == 1 else None))
-    header = env.model_dump_json(by_alias=True).encode()
+    if signer is None:
+        header = env.model_dump_json(by_alias=True).encode()
+    else:
+        signed = sign_envelope(env.model_dump(mode="json", by_alias=True), signer)
+        header = json.dumps(signed, separators=(",", ":"), ensure_ascii=False).encode()
     return b"".join([TRAJ_MAGIC, _U32.pack(len(header)), header, *blobs])
+
+
+def check_trajectory(payload: bytes | bytearray | memoryview, trusted: TrustedKeys
+                     ) -> tuple[Verdict, str]:
+    """The signature verdict on a whole trajectory payload's header. Never raises. The
+    caller must also check the attachments against their sha256 in that header
+    (``decode_trajectory(verify_attachments=True)``) for the frames to be covered."""
+    data = memoryview(payload)
+    if bytes(data[:4]) != TRAJ_MAGIC or len(data) < 8:
+        return Verdict.UNSIGNED, "not a trajectory payload"
+    (hlen,) = _U32.unpack_from(data, 4)
+    if hlen > min(MAX_HEADER_BYTES, len(data) - 8):
+        return Verdict.UNSIGNED, "header length out of range"
+    return check_envelope(data[8 : 8 + hlen], trusted)
 
 
 @dataclass

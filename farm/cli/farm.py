@@ -26,7 +26,7 @@ from farm.cli.common import CONTEXT, fail
 from farm.cli.config import FieldsHelp
 
 if TYPE_CHECKING:
-    from distrl_sdk.wire.signing import TrustedKeys
+    from distrl_sdk.wire.signing import SigningKey, TrustedKeys
 
 __all__ = ["farm", "traj"]
 
@@ -136,6 +136,10 @@ def farm() -> None:
               help="A learner's public key (.pub from `distrl keys`) whose signed policy "
                    "pointers and acks this farm accepts (repeatable) [default: the local "
                    "learner key].")
+@click.option("--signing-key", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              default=None, help="This farm's private key, which signs every trajectory "
+                                 "[default: the local farm key, created if missing; a "
+                                 "learner on this host trusts it].")
 @click.option("--operator-key", "operator_keys", multiple=True,
               type=click.Path(dir_okay=False, exists=True, path_type=Path),
               help="An operator's public key (.pub) whose signed commands this farm runs "
@@ -151,8 +155,8 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
             seed: int | None, screenshots: bool | None, episode_timeout: float | None,
             flush_timeout: float | None, frames_hz: float | None, status_hz: float | None,
             eval_every_s: float | None, eval_episodes_per_task: int | None,
-            learner_keys: tuple[Path, ...], operator_keys: tuple[Path, ...],
-            as_json: bool) -> None:
+            signing_key: Path | None, learner_keys: tuple[Path, ...],
+            operator_keys: tuple[Path, ...], as_json: bool) -> None:
     """Collect trajectories on devices and publish them over MQTT (Ctrl-C stops cleanly).
 
     Settings come from flags, then DISTRL_* environment variables, then the --config
@@ -190,6 +194,7 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
         "collect.eval_episodes_per_task": (eval_episodes_per_task, "--eval-episodes-per-task"),
         "trust.learner_keys": (list(learner_keys) or None, "--learner-key"),
         "trust.operator_keys": (list(operator_keys) or None, "--operator-key"),
+        "trust.signing_key": (signing_key, "--signing-key"),
     }
     try:
         loaded = load_settings(config_file, flags=flags)
@@ -206,17 +211,18 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
         from farm.config import effective_broker_url
 
         _check_url(effective_broker_url(st.broker) or "")
-    trusted = operators = None
-    if not st.trust.accept_unsigned:
-        from farm.keys import trusted_learners, trusted_operators
+    from farm.keys import farm_signing_key, trusted_learners, trusted_operators
 
-        try:
+    trusted = operators = None
+    try:
+        signer = farm_signing_key(st.trust.signing_key)
+        if not st.trust.accept_unsigned:
             trusted = trusted_learners(st.trust.learner_keys)
             operators = trusted_operators(st.trust.operator_keys)
-        except (OSError, ValueError) as exc:
-            fail(f"key: {exc}")
+    except (OSError, ValueError) as exc:
+        fail(f"key: {exc}")
     try:
-        summary = asyncio.run(_farm_up(st, tasks, trusted, operators))
+        summary = asyncio.run(_farm_up(st, tasks, trusted, operators, signer))
     except (RuntimeError, ConnectionError, ValueError, OSError) as exc:
         fail(str(exc))
     except KeyboardInterrupt:
@@ -228,7 +234,7 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
 
 
 async def _farm_up(st: Any, tasks: list[Any], trusted: TrustedKeys | None,
-                   operators: TrustedKeys | None) -> dict[str, Any]:
+                   operators: TrustedKeys | None, signer: SigningKey) -> dict[str, Any]:
     from farm.broker import EmbeddedBroker
     from farm.config import effective_broker_url
     from farm.controller import FarmConfig, FarmController
@@ -292,7 +298,8 @@ async def _farm_up(st: Any, tasks: list[Any], trusted: TrustedKeys | None,
             frames_hz=st.live.frames_hz, frames_total_hz=st.live.frames_total_hz,
             frame_width=st.live.frame_width,
             frame_quality=st.live.frame_quality, sim_devices=sims,
-            trusted_learners=trusted, trusted_operators=operators), policies=policies,
+            trusted_learners=trusted, trusted_operators=operators, signing_key=signer),
+            policies=policies,
             evaluation=evaluation)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -88,6 +88,11 @@ def load_learner_config(path: Path | None, overrides: dict[str, Any]) -> Any:
               default=None, help="Private key (`distrl keys create NAME`) that signs policy "
                                  "pointers and acks [default: the local learner key, created "
                                  "if missing; farms on this host trust it by default].")
+@click.option("--farm-key", "farm_keys", multiple=True,
+              type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              help="A farm's public key (.pub) whose signed trajectories to learn from "
+                   "(repeatable) [default: the local farm key, which `farm up` on this host "
+                   "signs with].")
 @click.option("--demos", "demos", type=click.Path(file_okay=False, path_type=Path),
               multiple=True, help="Demonstration dataset (`distrl demos record`; repeatable) "
                                   "kept in play as the demonstration anchor: each actor "
@@ -103,7 +108,7 @@ def load_learner_config(path: Path | None, overrides: dict[str, Any]) -> Any:
 def learner(config_path: Path | None, broker_url: str | None, password_file: Path | None,
             run_dir: Path | None,
             algo: str | None, policy_kind: str | None, init_policy: Path | None,
-            signing_key: Path | None,
+            signing_key: Path | None, farm_keys: tuple[Path, ...],
             demos: tuple[Path, ...], demo_coef: float | None, duration: float | None,
             progress_every: float, as_json: bool, verbose: bool) -> None:
     """Learn from the farms' trajectories (dedupe, replay, A-RIDE updates), publish
@@ -117,7 +122,7 @@ def learner(config_path: Path | None, broker_url: str | None, password_file: Pat
             "broker_url": broker_url, "run_dir": run_dir, "algorithm": algo,
             "policy_kind": policy_kind, "metrics_every_s": progress_every,
             "init_policy": init_policy, "demos": list(demos) or None,
-            "signing_key": signing_key})
+            "signing_key": signing_key, "farm_keys": list(farm_keys) or None})
         if demo_coef is not None:
             cfg.algo_config = {**cfg.algo_config, "demo_coef": demo_coef}
         # --password-file replaces a password in the URL; $DISTRL_BROKER_PASSWORD fills one in
@@ -130,9 +135,17 @@ def learner(config_path: Path | None, broker_url: str | None, password_file: Pat
 
             cfg.init_policy = policy_dir(cfg.init_policy)  # a run dir: its newest
             load_policy(cfg.init_policy)  # a bad checkpoint: exit 2 before any broker work
-        from farm.keys import learner_signing_key
+        from distrl_sdk.wire.signing import TrustedKeys
+        from farm.keys import FARM, farm_signing_key, learner_signing_key, local_key_path
 
         learner_signing_key(cfg.signing_key)  # unreadable: exit 2 before any broker work
+        if cfg.accept_unsigned:
+            cfg.farm_keys = []
+        else:
+            if not cfg.farm_keys:  # the local farm key, as `farm up` here signs with it
+                farm_signing_key()  # made now if no farm on this host made it yet
+                cfg.farm_keys = [local_key_path(FARM)]
+            TrustedKeys.load(cfg.farm_keys)  # unreadable: exit 2 now, not in the service
         for d in cfg.demos:
             from distrl_sdk.learn.demos import read_manifest
 

@@ -61,6 +61,7 @@ from distrl_sdk.wire import (
     encode_envelope,
     topics,
 )
+from distrl_sdk.wire.signing import TrustedKeys
 from farm.evaluate.aggregate import EvalAggregator
 from farm.learner.metrics import LearnerStats, ScalarLog
 from farm.learner.paths import CHECKPOINTS, CKPT_PREFIX
@@ -119,6 +120,16 @@ class LearnerConfig(BaseModel):
                           "learner key they trust signed. Unset: the local learner key "
                           "($DISTRL_KEYS or ~/.local/state/distrl/keys/learner.key, created "
                           "if missing), the one a farm on this host trusts by default.")
+    farm_keys: list[Path] = Field(
+        default_factory=list,
+        description="Public keys (.pub) of the farms whose signed trajectories this learner "
+                    "learns from; anything else is refused, counted and never acked. "
+                    "`distrl learner` fills in the local farm key ($DISTRL_KEYS or "
+                    "~/.local/state/distrl/keys/farm.key) when none is given; empty in a "
+                    "config used from Python: every trajectory is taken.")
+    accept_unsigned: bool = Field(
+        False, description="`distrl learner` only: take trajectories from any farm, signed "
+                           "or not (farms from before signatures).")
     demos: list[Path] = Field(
         default_factory=list,
         description="Demonstration datasets (`distrl demos record`) kept in play as the "
@@ -931,7 +942,8 @@ class LearnerService:
             cfg.broker_url, farm_id=cfg.farm_id, client_id=cfg.client_id, clean_session=False,
             handler=self._on_trajectory, seen=seen,
             reassembler=Reassembler(max_message_bytes=cfg.max_trajectory_bytes),
-            backoff=self.backoff, signer=signer)
+            backoff=self.backoff, signer=signer,
+            trusted_farms=TrustedKeys.load(cfg.farm_keys) if cfg.farm_keys else None)
         tasks: list[asyncio.Task[Any]] = []
         try:
             await self.link.start()

@@ -46,7 +46,7 @@ from distrl_sdk.wire import (
     topics,
 )
 from distrl_sdk.wire.broker_url import parse_broker_url
-from distrl_sdk.wire.signing import TrustedKeys, Verdict, check_envelope
+from distrl_sdk.wire.signing import SigningKey, TrustedKeys, Verdict, check_envelope
 from farm.transport._conn import Backoff
 from farm.transport.reject_log import RejectLog
 from farm.transport.spool import OnFull, Spool
@@ -90,8 +90,10 @@ class Publisher:
                  backoff: Backoff | None = None, keepalive: int = 15,
                  spool_max_bytes: int = 2 * 1024**3, spool_max_entries: int = 10_000,
                  spool_on_full: OnFull = "block", tasks: Sequence[str] = (),
-                 trusted_acks: TrustedKeys | None = None) -> None:
+                 trusted_acks: TrustedKeys | None = None,
+                 signer: SigningKey | None = None) -> None:
         self.address = parse_broker_url(url)
+        self.signer = signer  # signs every trajectory (a learner that trusts it learns it)
         # with keys: an ack deletes spooled trajectories only when a trusted learner signed
         # it (refused ones are counted as unsigned / unknown_key / bad_signature)
         self.trusted_acks = trusted_acks
@@ -168,7 +170,8 @@ class Publisher:
         if msg.farm_id != self.farm_id:
             msg = msg.model_copy(update={"farm_id": self.farm_id})
         payload = await asyncio.to_thread(encode_trajectory, msg, frames,
-                                          frame_opts=self.frame_opts, extra=extra)
+                                          frame_opts=self.frame_opts, extra=extra,
+                                          signer=self.signer)
         await self.publish_payload(msg.id, payload)
         return msg.id
 

@@ -35,6 +35,7 @@ from distrl_sdk.wire import (
     Rejected,
     RejectReason,
     TrajectoryAck,
+    check_trajectory,
     decode_trajectory,
     encode_envelope,
     parse_message,
@@ -42,7 +43,7 @@ from distrl_sdk.wire import (
     verify_payload,
 )
 from distrl_sdk.wire.broker_url import parse_broker_url
-from distrl_sdk.wire.signing import SigningKey
+from distrl_sdk.wire.signing import SigningKey, TrustedKeys, Verdict
 from farm.transport._conn import Backoff
 from farm.transport.reject_log import RejectLog
 
@@ -145,9 +146,14 @@ class TrajectorySubscriber:
                  queue_size: int = 0, reassembler: Reassembler | None = None,
                  seen: SeenIds | None = None, max_chunk_bytes: int = MAX_CHUNK_BYTES,
                  backoff: Backoff | None = None, keepalive: int = 15,
-                 learner_id: str | None = None, signer: SigningKey | None = None) -> None:
+                 learner_id: str | None = None, signer: SigningKey | None = None,
+                 trusted_farms: TrustedKeys | None = None) -> None:
         self.address = parse_broker_url(url)
         self.signer = signer  # signs every ack (farms that trust this key accept only those)
+        # with keys: only trajectories a trusted farm key signed are learned from; the rest
+        # are counted (unsigned / unknown_key / bad_signature) and never acked, so a forger
+        # reusing a real id cannot make the farm drop the real trajectory
+        self.trusted_farms = trusted_farms
         self.filter = topics.traj_filter(farm_id)
         self.client_id = client_id
         self.clean_session = clean_session
@@ -296,8 +302,15 @@ class TrajectorySubscriber:
             if isinstance(checked, Rejected):
                 self._reject(checked)
                 continue
-            # the whole payload's sha256 was checked: skip the attachments' own
-            decoded = decode_trajectory(checked, verify_attachments=False)
+            if self.trusted_farms is not None:
+                verdict, detail = check_trajectory(checked, self.trusted_farms)
+                if verdict is not Verdict.OK:
+                    self._reject_log.reject(verdict.value, f"{item.topic}: {detail}")
+                    continue
+            # the whole payload's sha256 was checked: skip the attachments' own, unless
+            # the signed header's hashes are what vouches for them
+            decoded = decode_trajectory(checked,
+                                        verify_attachments=self.trusted_farms is not None)
             if isinstance(decoded, Rejected):
                 self._reject(decoded)
                 continue

@@ -43,9 +43,11 @@ pytestmark = pytest.mark.skipif(find_mosquitto() is None, reason="no mosquitto b
 
 REPO = Path(__file__).resolve().parents[2]
 POLICY: dict[str, Any] = {"buckets": 256, "embed_dim": 8, "hidden": 8, "seed": 0}
-# small and unbounded lag, so replay contents are exact whatever the update rate
+# small, with neither lag pruning nor stale eviction, so replay contents are exact
+# whatever the update rate (under load a run did enough updates for the stale-share
+# eviction to drop 3 of 10 episodes that test_restart_… expects in replay)
 ALGO: dict[str, Any] = {"min_episodes": 4, "batch_episodes": 4, "critic_hidden": 16,
-                        "capacity": 1000, "max_policy_lag": None}
+                        "capacity": 1000, "max_policy_lag": None, "max_stale_share": None}
 BEHAVIOUR = build_policy("uitree", POLICY)  # the "farm" policy that made the episodes
 
 
@@ -89,7 +91,12 @@ def config(broker: EmbeddedBroker, run_dir: Path, **kw: Any) -> LearnerConfig:
 
 
 def farm(broker: EmbeddedBroker, spool: Path) -> Publisher:
-    return Publisher(broker.url, "farm1", spool, backoff=Backoff(0.05, 0.5), resend_after_s=5)
+    """A farm as `farm up` makes one: it signs with the local farm key, which
+    `distrl learner` (test_killed_learner_…) trusts by default."""
+    from farm.keys import farm_signing_key
+
+    return Publisher(broker.url, "farm1", spool, backoff=Backoff(0.05, 0.5), resend_after_s=5,
+                     signer=farm_signing_key())
 
 
 async def until(cond: Callable[[], bool], timeout: float = 30.0) -> None:

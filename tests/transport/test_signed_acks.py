@@ -1,6 +1,8 @@
-"""The forged-ack attack of [trust] against a real broker: anyone who can publish on a
-farm's ack topic could make it delete spooled trajectories the learner never saw. A farm
-that trusts the learner's key deletes only on acks that key signed."""
+"""The forged-ack and forged-data attacks of [trust] against a real broker: anyone who can
+publish on a farm's ack topic could make it delete spooled trajectories the learner never
+saw, and anyone who can publish trajectories could fill replay. A farm that trusts the
+learner's key deletes only on acks that key signed; a learner that trusts farm keys
+learns only trajectories they signed, and never acks the others."""
 
 from __future__ import annotations
 
@@ -11,13 +13,20 @@ from pathlib import Path
 
 import aiomqtt
 
-from distrl_sdk.wire import DecodedTrajectory, TrajectoryAck, encode_envelope, topics
+from distrl_sdk.wire import (
+    DecodedTrajectory,
+    TrajectoryAck,
+    encode_envelope,
+    encode_trajectory,
+    topics,
+)
 from distrl_sdk.wire.signing import SigningKey, TrustedKeys
 from farm.broker import EmbeddedBroker
 from farm.transport import Publisher, TrajectorySubscriber, parse_broker_url
 from tests.transport.conftest import fast_backoff, make_traj
 
 LEARNER, INTRUDER = SigningKey.generate("learner"), SigningKey.generate("intruder")
+FARM_KEY = SigningKey.generate("farm")
 
 
 async def _until(pred: Callable[[], bool], timeout: float = 20.0) -> None:
@@ -61,3 +70,52 @@ async def test_only_acks_the_trusted_learner_signed_delete_the_spool(
         async with sub:
             assert await pub.wait_acked(30)
         assert len(pub.spool) == 0 and sorted(d.msg.id for d in got) == sorted(ids)
+
+
+async def test_only_trajectories_a_trusted_farm_signed_are_learned(
+        broker: EmbeddedBroker, tmp_path: Path) -> None:
+    got: list[DecodedTrajectory] = []
+    sub = TrajectorySubscriber(broker.url, handler=got.append, backoff=fast_backoff(),
+                               client_id="learner-farms", signer=LEARNER,
+                               trusted_farms=TrustedKeys.of([FARM_KEY]))
+    frame = b"\x89PNG" + bytes(range(256)) * 8
+    real = make_traj()
+    signed = encode_trajectory(real, extra={"note": ("application/octet-stream", frame)},
+                               signer=FARM_KEY)
+    # the farm's signed header with the reward changed; then its attachment swapped
+    hlen = int.from_bytes(signed[4:8], "big")
+    header = json.loads(signed[8:8 + hlen])
+    header["body"]["reward"] = 5.0
+    new_header = json.dumps(header).encode()
+    reward_forged = signed[:4] + len(new_header).to_bytes(4, "big") + new_header + \
+        signed[8 + hlen:]
+    frame_forged = signed[:-1] + bytes([signed[-1] ^ 0xFF])
+    async with sub:
+        await asyncio.wait_for(sub.connected.wait(), 20)
+        evil = Publisher(broker.url, "farm1", tmp_path / "evil", backoff=fast_backoff(),
+                         resend_after_s=600)
+        async with evil:
+            unsigned = make_traj()
+            await evil.publish(unsigned)
+            other = make_traj()
+            await evil.publish_payload(other.id, encode_trajectory(other, signer=INTRUDER))
+            # a forged payload under the real trajectory's id: refused and never acked
+            await evil.publish_payload(real.id, reward_forged)
+            await _until(lambda: sum(sub.rejects[r] for r in
+                                     ("unsigned", "unknown_key", "bad_signature")) >= 3)
+            assert (sub.rejects["unsigned"], sub.rejects["unknown_key"],
+                    sub.rejects["bad_signature"]) == (1, 1, 1), dict(sub.rejects)
+            assert got == [] and sub.acks_sent == 0 and len(evil.spool) == 3
+        evil2 = Publisher(broker.url, "farm1", tmp_path / "evil2", backoff=fast_backoff(),
+                          resend_after_s=600)
+        async with evil2:
+            await evil2.publish_payload(real.id, frame_forged)  # the header is intact
+            await _until(lambda: sub.rejects["sha_mismatch"] == 1)
+            assert got == [] and sub.acks_sent == 0
+        # the real farm signs: its trajectory is learned and acked
+        farm = Publisher(broker.url, "farm1", tmp_path / "farm", backoff=fast_backoff(),
+                         signer=FARM_KEY)
+        async with farm:
+            await farm.publish(make_traj())
+            assert await farm.wait_acked(30)
+        assert len(got) == 1 and got[0].envelope.signer == FARM_KEY.key_id
