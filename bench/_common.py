@@ -65,7 +65,8 @@ def phones_in_child(count: int, *, profile: str = "instant", screen: str = "phon
     deadline = time.monotonic() + 60
     while not state_file.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"sim serve failed: {proc.stderr.read() if proc.stderr else ''}")
+            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            raise RuntimeError(f"sim serve failed: {err}")
         time.sleep(0.05)
     try:
         yield json.loads(state_file.read_text())

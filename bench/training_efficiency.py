@@ -47,6 +47,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,7 +187,9 @@ def make_trainer(algo: str, policy: Any, opts: argparse.Namespace, seed: int) ->
 
 
 async def run_arm(arm: str, seed: int, sft: Path, reg: DeviceRegistry, tasks: list[type[Task]],
-                  opts: argparse.Namespace) -> ArmRun:
+                  opts: argparse.Namespace, eval_reg: DeviceRegistry | None = None) -> ArmRun:
+    """One arm on the phones of ``reg``; held-out rounds on ``eval_reg`` when given (phones
+    of its own, so evaluation takes no collection time from any arm), else on ``reg``."""
     algo, mode, from_sft = ARMS[arm]
     run = ArmRun(arm, seed)
     if from_sft:
@@ -207,7 +210,7 @@ async def run_arm(arm: str, seed: int, sft: Path, reg: DeviceRegistry, tasks: li
         updates_per_round=opts.updates_per_round, torch_threads=opts.torch_threads,
         max_updates_per_episode=opts.replay_ratio or None, eval_every_s=opts.eval_every,
         eval_episodes_per_task=opts.eval_episodes, eval_seed=opts.eval_seed),
-        seed=seed, eval_registry=reg, eval_tasks=tasks)
+        seed=seed, eval_registry=eval_reg or reg, eval_tasks=tasks)
     t0 = time.monotonic()
 
     async def progress() -> None:
@@ -349,6 +352,15 @@ def plot(runs: list[ArmRun], path: Path, title: str) -> bool:
     return True
 
 
+@contextlib.asynccontextmanager
+async def ready_registry(port: int, serials: list[str]) -> AsyncIterator[DeviceRegistry]:
+    async with DeviceRegistry(port=port, targets=serials, config=LIFECYCLE,
+                              discover=False, device_timeout=60) as reg:
+        for s in serials:
+            await reg.wait_for(s, DeviceState.READY, timeout=120)
+        yield reg
+
+
 async def main_async(opts: argparse.Namespace) -> None:
     reg_all = TaskRegistry.discover()
     tasks = [t for t in reg_all if not opts.tag or opts.tag in t.tags]
@@ -365,9 +377,10 @@ async def main_async(opts: argparse.Namespace) -> None:
     runs: list[ArmRun] = []
     with contextlib.ExitStack() as stack:
         adb = stack.enter_context(PrivateAdbServer(bundled_adb()))
-        child = stack.enter_context(phones_in_child(opts.phones, profile=opts.profile,
-                                                    seed=1))
-        serials = [p["serial"] for p in child["phones"]]
+        child = stack.enter_context(phones_in_child(opts.phones + opts.eval_phones,
+                                                    profile=opts.profile, seed=1))
+        every = [p["serial"] for p in child["phones"]]
+        serials, eval_serials = every[:opts.phones], every[opts.phones:]
         for seed in opts.seeds:
             print(f"\nseed {seed}: demonstrations and SFT")
             sft = prepare_sft(opts, seed, out, selection)
@@ -378,11 +391,11 @@ async def main_async(opts: argparse.Namespace) -> None:
                 print(f"    SFT oracle-action accuracy on its demonstrations {acc:.3f}")
             for arm in opts.arms:
                 print(f"  seed {seed}, {LABELS[arm]}")
-                async with DeviceRegistry(port=adb.port, targets=serials, config=LIFECYCLE,
-                                          discover=False, device_timeout=60) as reg:
-                    for s in serials:
-                        await reg.wait_for(s, DeviceState.READY, timeout=120)
-                    run = await run_arm(arm, seed, sft, reg, tasks, opts)
+                async with contextlib.AsyncExitStack() as regs:
+                    reg = await regs.enter_async_context(ready_registry(adb.port, serials))
+                    eval_reg = await regs.enter_async_context(
+                        ready_registry(adb.port, eval_serials)) if eval_serials else None
+                    run = await run_arm(arm, seed, sft, reg, tasks, opts, eval_reg)
                 runs.append(run)
                 print(f"    → final held-out {run.final:.3f} after {run.wall_s:.0f} s "
                       f"({run.episodes} episodes, {run.updates} updates)", flush=True)
@@ -418,7 +431,12 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--duration", type=float, default=1800.0, help="seconds per arm")
     ap.add_argument("--phones", type=int, default=8)
-    ap.add_argument("--profile", default="instant", help="sim latency profile")
+    ap.add_argument("--eval-phones", type=int, default=0,
+                    help="extra sim phones that only play held-out rounds (default 0: the "
+                         "rounds share the arm's phones and take collection time from it)")
+    ap.add_argument("--profile", default="instant",
+                    help="sim latency profile: instant (CPU-bound: sims and learner share the "
+                         "cores) or a device's, e.g. pixel (device-bound, as a real farm)")
     ap.add_argument("--tag", default="", help="only tasks with this tag (default: all)")
     ap.add_argument("--task", dest="tasks", action="append", default=[])
     ap.add_argument("--demos-per-task", type=int, default=1,
@@ -463,8 +481,9 @@ def main() -> None:
     if opts.merge:
         merge(opts)
         return
-    if opts.phones < 1 or opts.duration <= 0 or opts.eval_every <= 0:
-        ap.error("--phones ≥ 1, --duration > 0 and --eval-every > 0 are required")
+    if opts.eval_phones < 0 or opts.phones < 1 or opts.duration <= 0 or opts.eval_every <= 0:
+        ap.error("--phones ≥ 1, --eval-phones ≥ 0, --duration > 0 and --eval-every > 0 "
+                 "are required")
     logging.basicConfig(level=logging.WARNING)
     opts.out = str(Path(opts.out).resolve())
     Path(opts.out).mkdir(parents=True, exist_ok=True)
