@@ -643,9 +643,19 @@ class LearnedPolicyProvider:
             async with asyncio.timeout(timeout):
                 await self._ready.wait()
         except TimeoutError:
+            refused = {r: n for r, n in self.subscriber.refused.items() if n}
+            unsigned = [r for r in ("unsigned", "unknown_key", "bad_signature") if r in refused]
+            if unsigned:  # a learner is there, but not one this side trusts
+                trusted = self.subscriber.trusted
+                raise TimeoutError(
+                    f"no policy within {timeout:.0f} s: the broker's policy pointers were "
+                    f"refused ({', '.join(f'{r} {refused[r]}' for r in unsigned)}); trusted "
+                    f"learner keys: {trusted.describe() if trusted else 'any'} — give the "
+                    "learner's public key with --learner-key FILE.pub") from None
+            why = f" (refused: {refused})" if refused else ""
             raise TimeoutError(
                 f"no policy arrived from the learner within {timeout:.0f} s (is `distrl "
-                "learner` running on the same broker?)") from None
+                f"learner` running on the same broker?){why}") from None
         assert self.agent is not None
         return self.agent.version
 

@@ -114,6 +114,7 @@ def test_the_published_policy_is_fetched_from_the_broker_and_deployed(
     version a learner published, fetched and verified as a farm takes it, then played."""
     from distrl_sdk.policies import load_policy
     from farm.broker import EmbeddedBroker, find_mosquitto
+    from farm.keys import learner_signing_key
     from farm.learner.weights import MqttLink, WeightPublisher
 
     if find_mosquitto() is None:  # the CLI runs its own event loop: the broker must not
@@ -125,7 +126,8 @@ def test_the_published_policy_is_fetched_from_the_broker_and_deployed(
     async def publish() -> None:
         await broker.start()
         async with MqttLink(broker.url) as link:
-            pub = WeightPublisher(link)
+            # signed with the local learner key, as `distrl learner` on this host does
+            pub = WeightPublisher(link, signer=learner_signing_key())
             untrained = uitree.UITreePolicy.from_config({"seed": 1})
             await pub.publish(untrained.weights(), 3, kind="uitree",
                               config=untrained.config_dict())

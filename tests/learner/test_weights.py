@@ -344,3 +344,18 @@ async def test_only_pointers_the_trusted_learner_signed_are_followed(
         assert sub.version == 1 and sub._fetch is None
         await pub.publish(shifted(policy.weights(), 0.1), 2, kind="uitree", config=cfg)
         assert await sub.wait_version(2, timeout=10) == 2
+
+
+async def test_a_farm_waiting_on_an_untrusted_learner_says_so(broker: EmbeddedBroker) -> None:
+    """Pointers from a learner whose key the farm does not trust: the wait ends with the
+    reason and the way out, not "is a learner running?"."""
+    from distrl_sdk.wire.signing import SigningKey, TrustedKeys
+
+    policy = build_policy("uitree", CFG)
+    trusted = TrustedKeys.of([SigningKey.generate("learner")])
+    async with LearnedPolicyProvider(broker.url, trusted=trusted) as provider, \
+            MqttLink(broker.url) as link:
+        await WeightPublisher(link, signer=SigningKey.generate("other")).publish(
+            policy.weights(), 1, kind="uitree", config=policy.config_dict())
+        with pytest.raises(TimeoutError, match=r"refused \(unknown_key 1\).*--learner-key"):
+            await provider.wait_ready(2)
