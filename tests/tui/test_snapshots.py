@@ -21,7 +21,11 @@ Compare = Callable[..., bool]
 def fleet_app(readonly: bool = False) -> tuple[DistrlTui, FakeSource]:
     src = FakeSource()
     # the list view (`w`); the wall's snapshots are in tests/tui/test_wall.py
-    return DistrlTui(src, clock=fixed_clock, readonly=readonly, fleet_view="list"), src
+    app = DistrlTui(src, clock=fixed_clock, readonly=readonly, fleet_view="list")
+    # toasts expire after 5 s of real time: on a loaded CI machine the steps before a
+    # screenshot took longer and the notification snapshot came out without them
+    app.NOTIFICATION_TIMEOUT = 3600  # type: ignore[misc]
+    return app, src
 
 
 def populate(src: FakeSource) -> None:
