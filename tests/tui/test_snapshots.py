@@ -57,6 +57,10 @@ def before(src: FakeSource, *keys: str, clear: bool = True
             await pilot.press(k)
             await app.settle()
         if clear:
+            # the toasts tick() posted arrive as messages: let them land first, or a
+            # clear that runs before them leaves them on screen (which one won depended
+            # on the machine's load: the snapshots flickered between the two)
+            await pilot.pause()
             app.clear_notifications()
         await pilot.pause()
     return run
