@@ -15,8 +15,9 @@ log π(a|s) under newer weights, whatever the policy's architecture.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -35,7 +36,30 @@ __all__ = [
     "StepRecord",
     "TrainablePolicy",
     "Trainer",
+    "has_training_mode",
+    "training_mode",
 ]
+
+
+def has_training_mode(policy: object) -> bool:
+    """Whether ``policy`` has a training mode (``set_training``: the UI-tree policy's
+    token dropout); policies without one train and act the same way."""
+    return callable(getattr(policy, "set_training", None))
+
+
+@contextlib.contextmanager
+def training_mode(policy: object, on: bool = True) -> Iterator[None]:
+    """``policy`` in its training mode for the block (gradient passes only: acting, ratios
+    and every reported figure read it with the mode off), off again after; nothing when
+    ``on`` is false or the policy has no such mode."""
+    if not (on and has_training_mode(policy)):
+        yield
+        return
+    policy.set_training(True)  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        policy.set_training(False)  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,7 @@ import numpy as np
 import torch
 
 from distrl_sdk.errors import ConfigError
-from distrl_sdk.learn.api import EpisodeRecord, StepRecord, TrainablePolicy
+from distrl_sdk.learn.api import EpisodeRecord, StepRecord, TrainablePolicy, has_training_mode
 from distrl_sdk.learn.critics import StepCritic, TrajectoryCritic
 from distrl_sdk.learn.microbatch import accumulate_gradients, evaluate_detached
 from distrl_sdk.learn.replay import LagMode, PrioritizedReplay
@@ -393,7 +393,7 @@ class ARIDETrainer(ActorCriticState):
         n_steps = batch.mask.sum()
 
         # 2. re-evaluate the recorded steps under the current policy; critics read features
-        dropout = cfg.actor_dropout and callable(getattr(self.policy, "set_training", None))
+        dropout = cfg.actor_dropout and has_training_mode(self.policy)
         if cfg.micro_batch is not None:
             out = evaluate_detached(self.policy, batch.steps, cfg.micro_batch)
             exact = out

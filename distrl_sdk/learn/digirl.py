@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from distrl_sdk.errors import ConfigError
-from distrl_sdk.learn.api import EpisodeRecord, TrainablePolicy
+from distrl_sdk.learn.api import EpisodeRecord, TrainablePolicy, has_training_mode
 from distrl_sdk.learn.aride import EpisodeBatch, ratio_stats
 from distrl_sdk.learn.critics import StepCritic, TrajectoryCritic
 from distrl_sdk.learn.microbatch import evaluate_detached
@@ -125,7 +125,7 @@ class DigiRLTrainer(ActorCriticState):
 
         # 3. binarised doubly-robust advantage, then AWR on the filtered episodes
         abatch = EpisodeBatch.build([self.replay.episode(int(i)) for i in pick])
-        if cfg.actor_dropout and callable(getattr(self.policy, "set_training", None)):
+        if cfg.actor_dropout and has_training_mode(self.policy):
             exact = evaluate_detached(self.policy, abatch.steps)  # every token
             with self._actor_training():
                 out = self.policy.evaluate(abatch.steps)

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from distrl_sdk.actions import to_json
-from distrl_sdk.learn.api import StepRecord
+from distrl_sdk.learn.api import StepRecord, training_mode
 from distrl_sdk.learn.demos import DemoEpisode
 from distrl_sdk.policy import Observation
 
@@ -114,11 +114,6 @@ def evaluate_steps(policy: TrainablePolicy, steps: Sequence[StepRecord],
     return {"steps": n, "nll": nll / n, "prob": prob / n, "accuracy": hits / n}
 
 
-def _training(set_training: Any, on: bool) -> None:
-    if callable(set_training):
-        set_training(on)
-
-
 def train_sft(policy: TrainablePolicy, train: Sequence[StepRecord],
               heldout: Sequence[StepRecord] = (), config: SFTConfig | None = None, *,
               progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
@@ -138,14 +133,12 @@ def train_sft(policy: TrainablePolicy, train: Sequence[StepRecord],
                                                                    cfg.batch_size)},
                               "epochs": []}
     order = list(range(len(train)))
-    # a policy with a training mode (the UI-tree policy's token dropout) is in it for the
-    # gradient passes only; every figure in the report is read with it off
-    set_training = getattr(policy, "set_training", None)
-    try:
-        for epoch in range(cfg.epochs):
-            _training(set_training, True)
-            rng.shuffle(order)
-            total = 0.0
+    for epoch in range(cfg.epochs):
+        rng.shuffle(order)
+        total = 0.0
+        # a policy with a training mode (the UI-tree policy's token dropout) is in it for
+        # the gradient passes only; every figure in the report is read with it off
+        with training_mode(policy):
             for b in range(0, len(order), cfg.batch_size):
                 batch = [train[i] for i in order[b:b + cfg.batch_size]]
                 loss = -policy.evaluate(batch).log_prob.mean()
@@ -155,16 +148,13 @@ def train_sft(policy: TrainablePolicy, train: Sequence[StepRecord],
                     torch.nn.utils.clip_grad_norm_(params, cfg.grad_clip)
                 opt.step()
                 total += float(loss.detach()) * len(batch)
-            _training(set_training, False)
-            row: dict[str, Any] = {"epoch": epoch + 1, "train_loss": total / len(train),
-                                   "seconds": round(time.monotonic() - t0, 2)}
-            if heldout:
-                row["heldout"] = evaluate_steps(policy, heldout, cfg.batch_size)
-            report["epochs"].append(row)
-            if progress is not None:
-                progress(row)
-    finally:
-        _training(set_training, False)
+        row: dict[str, Any] = {"epoch": epoch + 1, "train_loss": total / len(train),
+                               "seconds": round(time.monotonic() - t0, 2)}
+        if heldout:
+            row["heldout"] = evaluate_steps(policy, heldout, cfg.batch_size)
+        report["epochs"].append(row)
+        if progress is not None:
+            progress(row)
     report["after"] = {"train": evaluate_steps(policy, train, cfg.batch_size),
                        "heldout": evaluate_steps(policy, heldout, cfg.batch_size)}
     report["seconds"] = round(time.monotonic() - t0, 2)

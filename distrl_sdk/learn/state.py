@@ -40,7 +40,7 @@ import random
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,13 @@ from typing import Any
 import torch
 
 from distrl_sdk.errors import ConfigError
-from distrl_sdk.learn.api import EpisodeRecord, StepRecord, TrainablePolicy, Trainer
+from distrl_sdk.learn.api import (
+    EpisodeRecord,
+    StepRecord,
+    TrainablePolicy,
+    Trainer,
+    training_mode,
+)
 from distrl_sdk.learn.critics import StepCritic, TrajectoryCritic
 from distrl_sdk.learn.replay import PrioritizedReplay, ReplayEntry
 
@@ -132,20 +138,11 @@ class ActorCriticState:
         self.demos.extend(steps)
         return len(self.demos)
 
-    @contextlib.contextmanager
-    def _actor_training(self) -> Iterator[None]:
+    def _actor_training(self) -> contextlib.AbstractContextManager[None]:
         """The actor's gradient passes in the policy's training mode (the UI-tree policy's
         token dropout) when the config's ``actor_dropout`` is on; ratios, targets and the
         critics' features always come from passes with every token."""
-        setter = getattr(self.policy, "set_training", None)
-        if not (getattr(self.config, "actor_dropout", False) and callable(setter)):
-            yield
-            return
-        setter(True)
-        try:
-            yield
-        finally:
-            setter(False)
+        return training_mode(self.policy, getattr(self.config, "actor_dropout", False))
 
     def _demo_nll(self) -> torch.Tensor | None:
         """The anchor's loss for this update (mean −log π of sampled demonstration steps),
