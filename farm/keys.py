@@ -17,7 +17,7 @@ from pathlib import Path
 from distrl_sdk.wire.signing import SigningKey, TrustedKeys, VerifyKey
 
 __all__ = ["FARM", "LEARNER", "OPERATOR", "default_keys_dir", "farm_signing_key",
-           "learner_signing_key", "local_key_path", "operator_signing_key", "trusted_farms",
+           "learner_signing_key", "local_key_path", "operator_signing_key",
            "trusted_learners", "trusted_operators"]
 
 LEARNER = "learner"
@@ -73,9 +73,3 @@ def trusted_operators(paths: Sequence[Path] = ()) -> TrustedKeys:
 def farm_signing_key(path: Path | None = None) -> SigningKey:
     """A farm's key (it signs every trajectory): ``path``, else the local farm key."""
     return _signing_key(FARM, path)
-
-
-def trusted_farms(paths: Sequence[Path] = ()) -> TrustedKeys:
-    """The farm keys whose trajectories a learner learns from: ``paths``, else the local
-    farm key (created if missing)."""
-    return _trusted(FARM, paths)

@@ -142,7 +142,7 @@ async def test_an_intruder_on_an_open_broker_changes_nothing(broker: EmbeddedBro
     assert rounds >= 10 and stats.episodes >= 4
     # nothing deleted: every trajectory the farm made reached the learner, once
     assert ctl.flushed is True and sorted(learned) == sorted(ctl.sink.ids)
-    assert summary["duplicates"] >= 0 and len(set(learned)) == len(learned)
+    assert len(set(learned)) == len(learned)
     # no forged step in replay: only the farm's own ids, none of the intruder's
     assert not [t for t in learned if t.startswith("evil")]
     assert svc.subscriber is not None

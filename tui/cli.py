@@ -12,6 +12,7 @@ import click
 
 from distrl_sdk.wire import topics
 from farm.broker_password import broker_password, password_file_option, url_with_password
+from farm.cli.common import KEY_FILE
 from tui.terminal import COLOR_CHOICES, IMAGE_CHOICES
 
 __all__ = ["main", "tui"]
@@ -29,7 +30,7 @@ DEFAULT_BROKER = "mqtt://127.0.0.1:1883"
               help="Farm id to watch, or + for every farm on the broker.")
 @click.option("--readonly", is_flag=True,
               help="Watch only: every command (pause, quarantine, run task …) is disabled.")
-@click.option("--signing-key", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+@click.option("--signing-key", type=KEY_FILE,
               default=None,
               help="Operator key (`distrl keys create NAME`) that signs every command; a farm "
                    "runs only commands an operator key it trusts signed [default: the local "

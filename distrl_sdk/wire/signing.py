@@ -48,6 +48,26 @@ def canonical_json(obj: Mapping[str, Any]) -> bytes:
                       allow_nan=False).encode()
 
 
+def _write_file(path: Path, data: bytes, mode: int, *, exclusive: bool = False) -> None:
+    """``data`` at ``path`` whole or not at all, with ``mode`` from the start (a temp file
+    beside it, then renamed); ``exclusive``: an existing file is kept (linked, not
+    replaced), so racing writers leave the first one's."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")  # 0600
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, mode)
+        if exclusive:
+            with contextlib.suppress(FileExistsError):
+                os.link(tmp, path)
+        else:
+            os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
 def _key_id(raw_public: bytes) -> str:
     return hashlib.sha256(raw_public).hexdigest()[:KEY_ID_HEX]
 
@@ -81,17 +101,7 @@ class VerifyKey:
                                       serialization.PublicFormat.SubjectPublicKeyInfo)
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".pub-")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(self.pem())
-            os.chmod(tmp, 0o644)  # public: anyone who must trust it may read it
-            os.replace(tmp, path)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+        _write_file(Path(path), self.pem(), 0o644)  # public: whoever must trust it reads it
 
     def verify(self, data: bytes, signature: bytes) -> bool:
         try:
@@ -150,19 +160,7 @@ class SigningKey:
         """``path`` (0600 from creation) and its public half next to it as ``.pub``.
         ``exclusive``: keep an existing key file (another process made it first)."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".key-")  # 0600
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(self.private_pem())
-            if exclusive:
-                with contextlib.suppress(FileExistsError):
-                    os.link(tmp, path)
-            else:
-                os.replace(tmp, path)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+        _write_file(path, self.private_pem(), 0o600, exclusive=exclusive)
         pub = path.with_suffix(".pub")
         if not (exclusive and pub.exists()):
             SigningKey.load(path).verify_key.save(pub)

@@ -18,7 +18,7 @@ from rich.markup import escape
 from distrl_sdk.errors import DistRLError
 from distrl_sdk.wire.url_mask import mask_url
 from farm.broker_password import password_file_option
-from farm.cli.common import CONTEXT, fail
+from farm.cli.common import CONTEXT, KEY_FILE, fail
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True, highlight=False)
@@ -128,7 +128,7 @@ def _confirm(report: Any) -> bool:
               show_default=True,
               help="With --policy published: seconds to wait for the learner's policy.")
 @click.option("--learner-key", "learner_keys", multiple=True,
-              type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              type=KEY_FILE,
               help="With --policy published: the learner's public key (.pub, `distrl keys`) "
                    "whose signed policy to run (repeatable) [default: the local learner key].")
 @click.option("--adb-port", type=int, default=None,

@@ -22,7 +22,7 @@ from farm.broker_password import (
     read_password_file,
     url_with_password,
 )
-from farm.cli.common import CONTEXT, fail
+from farm.cli.common import CONTEXT, KEY_FILE, fail
 from farm.cli.config import FieldsHelp
 
 if TYPE_CHECKING:
@@ -132,16 +132,16 @@ def farm() -> None:
 @click.option("--eval-episodes-per-task", type=int, default=None,
               help="Episodes of each task per evaluation round [default: 1].")
 @click.option("--learner-key", "learner_keys", multiple=True,
-              type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              type=KEY_FILE,
               help="A learner's public key (.pub from `distrl keys`) whose signed policy "
                    "pointers and acks this farm accepts (repeatable) [default: the local "
                    "learner key].")
-@click.option("--signing-key", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+@click.option("--signing-key", type=KEY_FILE,
               default=None, help="This farm's private key, which signs every trajectory "
                                  "[default: the local farm key, created if missing; a "
                                  "learner on this host trusts it].")
 @click.option("--operator-key", "operator_keys", multiple=True,
-              type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              type=KEY_FILE,
               help="An operator's public key (.pub) whose signed commands this farm runs "
                    "(repeatable) [default: the local operator key, which `distrl tui` on "
                    "this host signs with].")

@@ -24,7 +24,7 @@ from farm.broker_password import (
     password_file_option,
     url_with_password,
 )
-from farm.cli.common import CONTEXT, fail
+from farm.cli.common import CONTEXT, KEY_FILE, fail
 
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
@@ -84,12 +84,12 @@ def load_learner_config(path: Path | None, overrides: dict[str, Any]) -> Any:
               default=None, help="Start a fresh run from this policy checkpoint (e.g. "
                                  "`distrl sft --out`); a run dir with checkpoints resumes "
                                  "instead.")
-@click.option("--signing-key", type=click.Path(dir_okay=False, exists=True, path_type=Path),
+@click.option("--signing-key", type=KEY_FILE,
               default=None, help="Private key (`distrl keys create NAME`) that signs policy "
                                  "pointers and acks [default: the local learner key, created "
                                  "if missing; farms on this host trust it by default].")
 @click.option("--farm-key", "farm_keys", multiple=True,
-              type=click.Path(dir_okay=False, exists=True, path_type=Path),
+              type=KEY_FILE,
               help="A farm's public key (.pub) whose signed trajectories to learn from "
                    "(repeatable) [default: the local farm key, which `farm up` on this host "
                    "signs with].")
