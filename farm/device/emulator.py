@@ -259,8 +259,13 @@ class EmulatorManager:
 
     async def stop(self, inst: EmulatorInstance, *, grace: float = 5.0,
                    forget: bool = True) -> None:
-        """Console ``kill``, then SIGTERM, then SIGKILL; drops the adb connection."""
+        """Drops the adb connection, then console ``kill``, SIGTERM, SIGKILL.
+
+        The connection goes first: adb keeps a TCP device whose socket closed under it
+        listed ``offline`` while it tries to reconnect, so a disconnect sent after the
+        kill could race that retry and leave the serial behind."""
         proc = inst.process
+        await self._disconnect(inst)
         if proc is not None and proc.returncode is None:
             with contextlib.suppress(DeviceError):
                 await self.console(inst, timeout=2.0).command("kill")
@@ -275,11 +280,14 @@ class EmulatorManager:
                     with contextlib.suppress(ProcessLookupError):
                         proc.kill()
                     await proc.wait()
+        await self._disconnect(inst)  # in case a retry re-added it meanwhile
+        if forget:
+            self.instances.pop(inst.serial, None)
+
+    async def _disconnect(self, inst: EmulatorInstance) -> None:
         if self.adb_connect:
             with contextlib.suppress(AdbServerError):
                 await self.client.disconnect(inst.serial)
-        if forget:
-            self.instances.pop(inst.serial, None)
 
     async def close(self) -> None:
         await asyncio.gather(*(self.stop(i) for i in list(self.instances.values())),
