@@ -14,6 +14,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -40,6 +41,22 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])
+
+
+def _dies_with_owner(argv: list[str], user: str | None) -> list[str]:
+    """``argv`` run so that the broker gets SIGTERM (and saves its queue) when the process
+    that started it dies, even by SIGKILL: an orphaned mosquitto kept serving the port, so
+    a restarted `distrl broker` could not bind it and a "killed" broker never went away.
+
+    Linux's parent-death signal, through util-linux ``setpriv`` (preexec_fn is unsafe in a
+    threaded process). The kernel clears that signal when the credentials change, as when
+    mosquitto drops root to ``user`` itself, so setpriv drops them first and restores it.
+    Without setpriv (macOS) the argv is unchanged."""
+    setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+    if setpriv is None:
+        return argv
+    drop = ["--reuid", user, "--regid", user, "--clear-groups"] if user else []
+    return [setpriv, "--pdeathsig", "TERM", *drop, *argv]
 
 
 async def _wait_port(host: str, port: int, timeout: float, proc: subprocess.Popen[bytes] | None
@@ -172,12 +189,15 @@ class EmbeddedBroker:
                        self._write_secret("acl", self.accounts.acl())]
         if "\nuser mosquitto\n" in text:
             pw = pwd.getpwnam("mosquitto")
-            for path in (self.data_dir, *secret_files):  # it reads them after dropping root
+            # it reads them after dropping root (the config too: setpriv drops root first)
+            for path in (self.data_dir, conf, *secret_files):
                 os.chown(path, pw.pw_uid, pw.pw_gid)
         exe = find_mosquitto()
         assert exe is not None
+        argv = _dies_with_owner([exe, "-c", str(conf)],
+                                "mosquitto" if "\nuser mosquitto\n" in text else None)
         with open(self.data_dir / "mosquitto.log", "ab") as logf:
-            return subprocess.Popen([exe, "-c", str(conf)], stdin=subprocess.DEVNULL,
+            return subprocess.Popen(argv, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL, stderr=logf)
 
     async def start(self, timeout: float = 10.0) -> None:

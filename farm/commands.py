@@ -52,7 +52,8 @@ from distrl_sdk.wire import (
     parse_message,
     topics,
 )
-from distrl_sdk.wire.signing import TrustedKeys, Verdict, check_envelope
+from distrl_sdk.wire.signing import SigningKey, TrustedKeys, Verdict, check_envelope
+from farm.aio import cancel_and_wait
 from farm.collect import TaskSampler
 from farm.device.lifecycle import DeviceState, StateChanged
 from farm.device.registry import DeviceRegistry
@@ -210,9 +211,12 @@ class CommandListener:
                  known_device: Callable[[str], bool] | None = None,
                  client_id: str | None = None, backoff: Backoff | None = None,
                  max_concurrent: int = 32, keepalive: int = 15,
-                 trusted: TrustedKeys | None = None) -> None:
+                 trusted: TrustedKeys | None = None, signer: SigningKey | None = None
+                 ) -> None:
         self.address = parse_broker_url(url)
         self.trusted = trusted  # None: any well-formed command (tests, one-process use)
+        # signs every result, so an operator can tell the farm's answer from a forged one
+        self.signer = signer
         self.farm_id = topics.check_id(farm_id, "farm id")
         self.result_topic = topics.cmd_result(farm_id)
         self.filter = f"{topics.PREFIX}/{farm_id}/cmd/+"
@@ -247,9 +251,7 @@ class CommandListener:
             t.cancel()
         await asyncio.gather(*self._running, return_exceptions=True)
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
 
     async def __aenter__(self) -> CommandListener:
@@ -385,6 +387,6 @@ class CommandListener:
         await self._answer(result)
 
     async def _answer(self, result: CommandResult) -> None:
-        data = encode_envelope(result, farm_id=self.farm_id)
+        data = encode_envelope(result, farm_id=self.farm_id, signer=self.signer)
         if not await self.publish(self.result_topic, data, qos=1):
             log.info("command result %s not sent (broker unreachable)", result.command_id)

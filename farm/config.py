@@ -172,6 +172,10 @@ class CollectSection(_Section):
                                    "learner to ack the spool.")
     spool_dir: Path | None = Field(None, description="Spool directory for unacked "
                                    "trajectories (default: runs/spool/<farm_id>).")
+    ledger: Path | None = Field(None, description="Append every trajectory id to this file "
+                                "once it is durably spooled, and keep it after the ack: an "
+                                "audit trail of what the farm handed over, to reconcile with "
+                                "what the learner holds (bench/chaos.py). Unset: none.")
     eval_every_s: float | None = Field(None, gt=0, description="With policy = learned: "
                                        "every this many seconds, a held-out evaluation round "
                                        "(test split, greedy, the version then playing frozen) "

@@ -170,6 +170,7 @@ class FarmConfig:
     mode: Mode = "async"
     duration_s: float | None = None
     spool_dir: str | Path = "runs/spool"
+    ledger: str | Path | None = None  # append every durably spooled trajectory id here
     seed: int = 0
     with_screenshots: bool = False
     flush_timeout_s: float = 10.0  # after collection: wait this long for acks
@@ -371,7 +372,7 @@ class FarmController:
         self.publisher = Publisher(config.broker_url, config.farm_id, config.spool_dir,
                                    tasks=[t.name for t in config.tasks],
                                    trusted_acks=config.trusted_learners,
-                                   signer=config.signing_key)
+                                   signer=config.signing_key, ledger=config.ledger)
         self.sink = MqttSink(self.publisher, on_done=self._episode_done)
         self.sampler = DirectedSampler(config.tasks, seed=config.seed)
         self.registry: DeviceRegistry | None = None
@@ -668,7 +669,8 @@ class FarmController:
 
         self.commands = CommandListener(cfg.broker_url, cfg.farm_id, execute,
                                         known_device=lambda s: s in reg.devices,
-                                        trusted=cfg.trusted_operators)
+                                        trusted=cfg.trusted_operators,
+                                        signer=cfg.signing_key)
         await self.commands.start()
 
     async def run(self) -> CollectorStats:

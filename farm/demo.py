@@ -378,7 +378,8 @@ async def run_demo(cfg: DemoConfig, say: Say, *, stop: asyncio.Event | None = No
         if not headless:
             argv = list(cfg.tui_argv) if cfg.tui_argv is not None else [
                 sys.executable, "-m", "tui", *connect_as("operator"), "--farm", "+",
-                "--signing-key", str(operator_key), "--crash-log", str(crash_log),
+                "--signing-key", str(operator_key),
+                "--farm-key", str(farm_key.with_suffix(".pub")), "--crash-log", str(crash_log),
                 "--quit-hint",
                 "Quit the demo: stops the farm, the learner and the broker"]
             tui = _Child("tui", argv, None)

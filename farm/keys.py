@@ -73,3 +73,9 @@ def trusted_operators(paths: Sequence[Path] = ()) -> TrustedKeys:
 def farm_signing_key(path: Path | None = None) -> SigningKey:
     """A farm's key (it signs every trajectory): ``path``, else the local farm key."""
     return _signing_key(FARM, path)
+
+
+def trusted_farms(paths: Sequence[Path] = ()) -> TrustedKeys:
+    """The farm keys whose command results an operator believes: ``paths``, else the
+    local farm key (created if missing)."""
+    return _trusted(FARM, paths)

@@ -81,6 +81,34 @@ def test_broker_dying_is_an_error() -> None:
             proc.wait()
 
 
+@pytest.mark.skipif(find_mosquitto() is None, reason="no mosquitto binary")
+def test_a_killed_broker_takes_mosquitto_with_it(tmp_path: Path) -> None:
+    """SIGKILL of `distrl broker` (no chance to clean up): mosquitto goes too, so the
+    same port and accounts serve again at once (an orphan kept the port, and a
+    "killed" broker kept serving: bench/chaos.py's broker faults did nothing)."""
+    args = ("--port", "0", "--backend", "mosquitto", "--accounts", str(tmp_path / "acc"))
+    proc, url = _start_broker(*args)
+    port = url.rsplit(":", 1)[1]
+    again = None
+    try:
+        child = _mosquitto_child(psutil.Process(proc.pid))
+        # a client connected when it dies: the broker closes first, so its side of the
+        # connection lingers in TIME_WAIT, which must not make the port look taken
+        client = socket.create_connection(("127.0.0.1", int(port)))
+        proc.kill()
+        proc.wait(30)
+        assert child.wait(10) is not None or not child.is_running()
+        assert client.recv(1) == b""  # the broker closed it
+        client.close()
+        again, url2 = _start_broker(*args[:1], port, *args[2:])
+        assert url2 == url
+    finally:
+        for p in (proc, again):
+            if p is not None and p.poll() is None:
+                p.terminate()
+                p.wait(30)
+
+
 @pytest.mark.parametrize("backend", ["amqtt", "mosquitto"])
 def test_a_taken_port_is_one_line_and_exit_2(backend: str) -> None:
     if backend == "mosquitto" and find_mosquitto() is None:

@@ -46,6 +46,7 @@ MISTAKES: list[tuple[str, list[str]]] = [
     ("farm up: missing operator key", ["farm", "up", "--operator-key", "{tmp}/nope.pub",
                                        "--duration", "1"]),
     ("tui: missing signing key", ["tui", "--signing-key", "{tmp}/nope.key"]),
+    ("tui: missing farm key", ["tui", "--farm-key", "{tmp}/nope.pub"]),
     ("learner: missing signing key", ["learner", "--signing-key", "{tmp}/nope.key",
                                       "--duration", "1"]),
     ("deploy: missing learner key", ["deploy", "--device", "x", "--policy", "random",
@@ -78,7 +79,8 @@ def test_keys_that_are_not_keys_exit_2(tmp_path: Path) -> None:
     junk.write_text("not a key\n")
     for argv in (["farm", "up", "--learner-key", str(junk), "--duration", "1"],
                  ["learner", "--signing-key", str(junk), "--duration", "1",
-                  "--run-dir", str(tmp_path / "run")]):
+                  "--run-dir", str(tmp_path / "run")],
+                 ["tui", "--farm-key", str(junk)]):
         res = CliRunner().invoke(cli, argv)
         assert res.exit_code == 2 and "Traceback" not in res.output, res.output
         assert "learner.pub" in res.output, res.output

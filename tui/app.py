@@ -26,7 +26,7 @@ from textual.dom import DOMNode
 from textual.screen import Screen
 
 from distrl_sdk.wire import Command, encode_envelope, topics
-from distrl_sdk.wire.signing import SigningKey
+from distrl_sdk.wire.signing import SigningKey, TrustedKeys
 from tui.base import MUTATIONS, AppScreen, DeviceActionsScreen
 from tui.commands import FarmCommands
 from tui.decoder import DeviceKey, FrameDecoder
@@ -69,7 +69,8 @@ class DistrlTui(App[None]):
                  thumb_rows: int = 4, notify_limit: int = 3,
                  crash_log: Path | None = None, quit_hint: str | None = None,
                  fleet_view: str = "wall", color: str = "auto", image: str = "halfblock",
-                 password_file: Path | None = None, signer: SigningKey | None = None) -> None:
+                 password_file: Path | None = None, signer: SigningKey | None = None,
+                 trusted_farms: TrustedKeys | None = None) -> None:
         super().__init__()
         self.signer = signer  # signs every command (farms run only what a key they trust signed)
         if fleet_view not in ("wall", "list"):
@@ -89,7 +90,7 @@ class DistrlTui(App[None]):
         self.thumb_rows = thumb_rows
         self.thumb_cols = thumb_rows + 1  # a phone is about half as wide as tall
         self.notify_limit = notify_limit
-        self.model = FleetModel(clock)
+        self.model = FleetModel(clock, trusted_farms=trusted_farms)
         self.decoder = FrameDecoder(thumb_rows, self.thumb_cols)
         self.decoder.native = image == "native"
         self.ticks = 0

@@ -35,6 +35,11 @@ DEFAULT_BROKER = "mqtt://127.0.0.1:1883"
               help="Operator key (`distrl keys create NAME`) that signs every command; a farm "
                    "runs only commands an operator key it trusts signed [default: the local "
                    "operator key, created if missing, which `farm up` here trusts].")
+@click.option("--farm-key", "farm_keys", multiple=True, type=KEY_FILE,
+              help="A farm's public key (.pub) whose signed command results to believe "
+                   "(repeatable); results it did not sign are shown as rejected on the "
+                   "Logs screen [default: the local farm key, which `farm up` here signs "
+                   "with].")
 @click.option("--thumb-rows", default=4, show_default=True, type=click.IntRange(1, 12),
               help="Height of the fleet table's thumbnails, in terminal rows.")
 @click.option("--view", type=click.Choice(["wall", "list"]), default="wall", show_default=True,
@@ -57,7 +62,7 @@ DEFAULT_BROKER = "mqtt://127.0.0.1:1883"
 @click.option("--quit-hint", default=None, hidden=True,
               help="What q does, for the help screen (`distrl demo`: q stops it all).")
 def tui(broker: str, password_file: Path | None, farm: str, readonly: bool,
-        signing_key: Path | None, thumb_rows: int,
+        signing_key: Path | None, farm_keys: tuple[Path, ...], thumb_rows: int,
         view: str, color: str, image: str, crash_log: Path | None,
         quit_hint: str | None) -> None:
     """Terminal UI for a DistRL farm: live device screens, learner curves, logs.
@@ -76,14 +81,18 @@ def tui(broker: str, password_file: Path | None, farm: str, readonly: bool,
             topics.status(farm, "x")  # the farm id's own checks (characters, reserved ids)
     except ValueError as e:
         raise click.BadParameter(str(e)) from None
-    signer = None
+    signer = trusted = None
     if not readonly:  # a read-only TUI sends nothing, so it needs no key
-        from farm.keys import operator_signing_key
+        from farm.keys import operator_signing_key, trusted_farms
 
         try:
             signer = operator_signing_key(signing_key)
         except (OSError, ValueError) as e:
             raise click.BadParameter(str(e), param_hint="--signing-key") from None
+        try:  # the answers to its commands
+            trusted = trusted_farms(list(farm_keys))
+        except (OSError, ValueError) as e:
+            raise click.BadParameter(str(e), param_hint="--farm-key") from None
     if not sys.stdout.isatty():
         raise click.UsageError("the TUI needs a terminal (stdout is not a TTY)")
     from tui.app import DistrlTui
@@ -95,7 +104,8 @@ def tui(broker: str, password_file: Path | None, farm: str, readonly: bool,
         image = detect_image()  # asks the terminal: before Textual takes it over
     app = DistrlTui(MqttSource(broker, farm), readonly=readonly, thumb_rows=thumb_rows,
                     crash_log=crash_log, quit_hint=quit_hint, fleet_view=view, color=color,
-                    image=image, password_file=password_file, signer=signer)
+                    image=image, password_file=password_file, signer=signer,
+                    trusted_farms=trusted)
     app.run()
     # Textual sets 1 after an unhandled exception: the caller (e.g. `distrl demo`) must
     # be able to tell a crash from a quit

@@ -27,6 +27,7 @@ from distrl_sdk.wire import (
     Rejected,
     parse_message,
 )
+from distrl_sdk.wire.signing import TrustedKeys, Verdict, check_envelope
 from distrl_sdk.wire.topics import parse_topic
 from tui.decoder import DeviceKey, FrameJob, Rendered
 from tui.imaging import HalfBlock
@@ -182,8 +183,13 @@ class FleetModel:
     """Folds wire messages into state. ``clock`` is injectable so tests are repeatable."""
 
     def __init__(self, clock: Callable[[], float] = time.time, *, history: int = 300,
-                 max_logs: int = 2000, max_devices: int = 4096) -> None:
+                 max_logs: int = 2000, max_devices: int = 4096,
+                 trusted_farms: TrustedKeys | None = None) -> None:
         self.clock = clock
+        # farm keys whose signed command results are believed; None: any result (the
+        # recorded and fake feeds, tests). A forged "ok" would tell the operator a
+        # device was quarantined when it was not.
+        self.trusted_farms = trusted_farms
         # bounded whatever the broker carries: 20,000 forged statuses made 20,000 rows
         self.max_devices = max_devices
         self.devices: dict[DeviceKey, DeviceView] = {}
@@ -267,6 +273,11 @@ class FleetModel:
         if isinstance(parsed, Chunk):  # not subscribed to; someone published oddly
             self._garbage(topic, "unexpected_chunk", "")
             return None
+        if isinstance(parsed.body, CommandResult) and self.trusted_farms is not None:
+            verdict, detail = check_envelope(payload, self.trusted_farms)
+            if verdict is not Verdict.OK:
+                self._garbage(topic, f"result_{verdict.value}", detail)
+                return None
         return self._apply(parsed)
 
     def _garbage(self, topic: str, reason: str, detail: str) -> None:

@@ -17,6 +17,7 @@ from aiomqtt.exceptions import MqttConnectError
 
 from distrl_sdk.wire import topics
 from distrl_sdk.wire.broker_url import parse_broker_url
+from farm.aio import cancel_and_wait
 from farm.broker_acl import connect_failure
 from tui.source import ConnectionChanged, Event, Incoming, SourceClosed
 
@@ -113,8 +114,7 @@ class MqttSource:
     async def close(self) -> None:
         self._closed = True
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+            with contextlib.suppress(Exception):
+                await cancel_and_wait(self._task)
         with contextlib.suppress(asyncio.QueueFull):
             self._queue.put_nowait(None)

@@ -30,6 +30,9 @@ def _port_free_or_exit(port: int) -> None:
     """A taken port is the user's to change: one line and exit status 2, for either
     backend (amqtt would print two tracebacks, mosquitto a log line nobody sees)."""
     with socket.socket() as s:
+        # as mosquitto and asyncio bind: connections of a broker that just died, left in
+        # TIME_WAIT, must not make its port look taken to the one restarted on it
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
         except PermissionError:

@@ -112,6 +112,10 @@ def farm() -> None:
               help="adb connect target host:port, reconnected when it drops (repeatable).")
 @click.option("--spool", "spool_dir", default=None, type=click.Path(file_okay=False),
               help="Spool directory for unacked trajectories. Default: runs/spool/<farm-id>.")
+@click.option("--ledger", type=click.Path(dir_okay=False), default=None,
+              help="Append every trajectory id to this file once it is durably spooled "
+                   "(kept after the learner acks it): an audit trail of what the farm "
+                   "handed over. Default: none.")
 @click.option("--adb-host", default=None, help="adb server host [default: 127.0.0.1].")
 @click.option("--adb-port", type=int, default=None,
               help="adb server port without --sim (default $ANDROID_ADB_SERVER_PORT or 5037).")
@@ -151,7 +155,7 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
             sim_profile: str | None, policy: str | None, mode: str | None,
             duration: float | None, farm_id: str | None, task_names: tuple[str, ...],
             task_tags: tuple[str, ...], devices: tuple[str, ...], targets: tuple[str, ...],
-            spool_dir: str | None, adb_host: str | None, adb_port: int | None,
+            spool_dir: str | None, ledger: str | None, adb_host: str | None, adb_port: int | None,
             seed: int | None, screenshots: bool | None, episode_timeout: float | None,
             flush_timeout: float | None, frames_hz: float | None, status_hz: float | None,
             eval_every_s: float | None, eval_episodes_per_task: int | None,
@@ -183,7 +187,8 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
         "tasks.tags": (list(task_tags) or None, "--tag"),
         "adb.devices": (list(devices) or None, "--device"),
         "adb.targets": (list(targets) or None, "--connect"),
-        "collect.spool_dir": (spool_dir, "--spool"), "adb.host": (adb_host, "--adb-host"),
+        "collect.spool_dir": (spool_dir, "--spool"), "collect.ledger": (ledger, "--ledger"),
+        "adb.host": (adb_host, "--adb-host"),
         "adb.port": (adb_port, "--adb-port"), "collect.seed": (seed, "--seed"),
         "collect.screenshots": (screenshots, "--screenshots"),
         "collect.episode_timeout_s": (episode_timeout, "--episode-timeout"),
@@ -291,7 +296,7 @@ async def _farm_up(st: Any, tasks: list[Any], trusted: TrustedKeys | None,
         ctl = FarmController(FarmConfig(
             broker_url=broker_url, farm_id=st.farm_id, adb_host=st.adb.host, adb_port=adb_port,
             devices=devices, tasks=tasks, policy=c.policy, mode=c.mode,
-            duration_s=c.duration_s, spool_dir=st.spool_path(), seed=c.seed,
+            duration_s=c.duration_s, spool_dir=st.spool_path(), ledger=c.ledger, seed=c.seed,
             with_screenshots=c.screenshots, flush_timeout_s=c.flush_timeout_s,
             ready_timeout_s=c.ready_timeout_s, episode_timeout_s=c.episode_timeout_s,
             lifecycle=st.lifecycle.to_lifecycle(), status_hz=st.live.status_hz,

@@ -68,6 +68,7 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from distrl_sdk.errors import AdbTimeout, DeviceBusy, DeviceError, DeviceOffline
+from farm.aio import cancel_and_wait
 from farm.device.adb_device import AdbDevice
 from farm.device.health import Health, health
 
@@ -357,9 +358,7 @@ class ManagedDevice:
 
     async def close(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
 
     async def _sleep(self, seconds: float) -> None:

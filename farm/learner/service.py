@@ -62,6 +62,7 @@ from distrl_sdk.wire import (
     topics,
 )
 from distrl_sdk.wire.signing import TrustedKeys
+from farm.aio import cancel_and_wait
 from farm.evaluate.aggregate import EvalAggregator
 from farm.learner.metrics import LearnerStats, ScalarLog
 from farm.learner.paths import CHECKPOINTS, CKPT_PREFIX
@@ -397,15 +398,9 @@ class _StepResult:
 
 
 async def _cancel_all(tasks: list[asyncio.Task[Any]]) -> None:
-    """Cancel and await ``tasks``, cancelling again whatever survives a round: on Python
-    3.11 a cancel that lands while an inner ``asyncio.wait_for`` completes can be lost."""
-    for t in tasks:
-        t.cancel()
-    while pending := [t for t in tasks if not t.done()]:
-        await asyncio.wait(pending, timeout=1.0)
-        for t in pending:
-            t.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    """Cancel ``tasks`` and wait for all of them (see :func:`farm.aio.cancel_and_wait`);
+    what they raised is dropped."""
+    await asyncio.gather(*(cancel_and_wait(t) for t in tasks), return_exceptions=True)
 
 
 class LearnerService:
@@ -599,6 +594,21 @@ class LearnerService:
         self.restored = {"version": self.trainer.version, "replay_size": self._replay,
                          "seen_ids": len(self._ids), "journal_episodes": len(eps)}
         return meta
+
+    def audit(self) -> dict[str, Any]:
+        """What this run dir holds, without connecting: the newest checkpoint plus the
+        journal, as a restart would load them. For reconciling with farms' ledgers
+        (bench/chaos.py): ``seen_ids`` (every trajectory id taken in, learned or not),
+        ``episodes`` (replay), ``refused`` and ``version``. Call before :meth:`run`."""
+        self._restore()
+        self._exec.shutdown(wait=True)
+        self._journal.close()
+        self._scalars.close()
+        assert self.trainer is not None
+        replay = getattr(self.trainer, "replay", None)
+        episodes = [e.episode for e in replay.entries()] if replay is not None else []
+        return {"seen_ids": list(self._ids), "episodes": episodes,
+                "refused": dict(self.refused), "version": self.trainer.version}
 
     def _hwm_path(self) -> Path:
         return self.run_dir / "published_version"

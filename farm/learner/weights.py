@@ -50,6 +50,7 @@ from distrl_sdk.wire import (
 )
 from distrl_sdk.wire.codec import CHUNK_MAGIC
 from distrl_sdk.wire.signing import SigningKey, TrustedKeys, Verdict, check_envelope
+from farm.aio import cancel_and_wait
 from farm.collect.policy import PolicyChoice, PolicyProvider
 from farm.transport import Backoff, parse_broker_url
 from farm.transport.reject_log import RejectLog
@@ -156,9 +157,7 @@ class _Background:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
 
     async def __aenter__(self) -> Self:

@@ -47,6 +47,7 @@ from distrl_sdk.wire import (
 )
 from distrl_sdk.wire.broker_url import parse_broker_url
 from distrl_sdk.wire.signing import SigningKey, TrustedKeys, Verdict, check_envelope
+from farm.aio import cancel_and_wait
 from farm.transport._conn import Backoff
 from farm.transport.reject_log import RejectLog
 from farm.transport.spool import OnFull, Spool
@@ -91,7 +92,8 @@ class Publisher:
                  spool_max_bytes: int = 2 * 1024**3, spool_max_entries: int = 10_000,
                  spool_on_full: OnFull = "block", tasks: Sequence[str] = (),
                  trusted_acks: TrustedKeys | None = None,
-                 signer: SigningKey | None = None) -> None:
+                 signer: SigningKey | None = None,
+                 ledger: str | os.PathLike[str] | None = None) -> None:
         self.address = parse_broker_url(url)
         self.signer = signer  # signs every trajectory (a learner that trusts it learns it)
         # with keys: an ack deletes spooled trajectories only when a trusted learner signed
@@ -103,7 +105,7 @@ class Publisher:
         self.client_id = client_id or f"distrl-farm-{farm_id}"
         self.spool = spool if isinstance(spool, Spool) else Spool(
             spool, max_bytes=spool_max_bytes, max_entries=spool_max_entries,
-            on_full=spool_on_full)
+            on_full=spool_on_full, ledger=ledger)
         self.chunk_bytes = chunk_bytes
         self.frame_opts = frame_opts or FrameOptions()
         self.resend_after_s = resend_after_s
@@ -149,9 +151,7 @@ class Publisher:
                         topics.status(self.farm_id, self.controller_id),
                         self._offline(self.controller_id, STOPPED), qos=1, retain=True)
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
 
     async def __aenter__(self) -> Publisher:

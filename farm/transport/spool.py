@@ -137,8 +137,14 @@ class Spool:
                  max_entries: int = 10_000, on_full: OnFull = "block",
                  block_timeout_s: float = 60.0, fsync: bool = True,
                  cache_bytes: int = 256 * 1024 * 1024,
-                 segment_bytes: int = 64 * 1024 * 1024) -> None:
+                 segment_bytes: int = 64 * 1024 * 1024,
+                 ledger: str | os.PathLike[str] | None = None) -> None:
         self.dir = Path(directory)
+        # an append-only audit trail: every id whose put became durable, one per line,
+        # kept after its ack deletes the entry (what the farm handed over, for
+        # reconciling against the learner's replay: bench/chaos.py)
+        self.ledger = Path(ledger) if ledger is not None else None
+        self._ledger_fd: int | None = None
         self.dir.mkdir(parents=True, exist_ok=True)
         self.max_bytes = max_bytes
         self.max_entries = max_entries
@@ -473,6 +479,16 @@ class Spool:
                     os.fsync(dfd)
                 finally:
                     os.close(dfd)
+        if self.ledger is not None:
+            # after the segment's fdatasync: a crash in between leaves an id delivered
+            # but unledgered (reported as such), never one ledgered but not stored
+            if self._ledger_fd is None:
+                self.ledger.parent.mkdir(parents=True, exist_ok=True)
+                self._ledger_fd = os.open(self.ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT,
+                                          0o644)
+            _writev_all(self._ledger_fd, [b"".join(p.tid.encode() + b"\n" for p in work.puts)])
+            if self.fsync:
+                os.fdatasync(self._ledger_fd)
         return out, pos
 
     def _close_fd(self) -> None:
@@ -481,14 +497,21 @@ class Spool:
         self._fd = None
         self._fd_no = None
 
+    def _close_ledger(self) -> None:
+        if self._ledger_fd is not None:
+            os.close(self._ledger_fd)
+        self._ledger_fd = None
+
     def close(self) -> None:
         """Release the open segment file (the spool reopens it if used again)."""
         if self._flusher is None or self._flusher.done():
             self._close_fd()
+            self._close_ledger()
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self._close_fd()
+            self._close_ledger()
 
     # -- cache
     def _drop_cached(self, tid: str) -> None:

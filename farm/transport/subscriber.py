@@ -13,7 +13,6 @@ stable ``client_id`` the broker queues trajectories while the learner is away.""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 import math
@@ -44,6 +43,7 @@ from distrl_sdk.wire import (
 )
 from distrl_sdk.wire.broker_url import parse_broker_url
 from distrl_sdk.wire.signing import SigningKey, TrustedKeys, Verdict
+from farm.aio import cancel_and_wait
 from farm.transport._conn import Backoff
 from farm.transport.reject_log import RejectLog
 
@@ -198,9 +198,7 @@ class TrajectorySubscriber:
         self._stopping = True
         self._reject_log.flush()
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
 
     async def __aenter__(self) -> TrajectorySubscriber:

@@ -48,6 +48,7 @@ class Watcher:
     client: aiomqtt.Client
     statuses: dict[str, list[DeviceStatus]] = field(default_factory=dict)
     results: dict[str, CommandResult] = field(default_factory=dict)
+    raw_results: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # as sent
 
     async def pump(self) -> None:
         async for m in self.client.messages:
@@ -56,6 +57,7 @@ class Watcher:
                 self.statuses.setdefault(p.body.device_id, []).append(p.body)
             elif isinstance(p, Message) and isinstance(p.body, CommandResult):
                 self.results[p.body.command_id] = p.body
+                self.raw_results[p.body.command_id] = (str(m.topic), bytes(m.payload))
 
     async def send(self, device: str, op: str, **kw: object) -> str:
         cmd = Command(device_id=device, op=op, **kw)  # type: ignore[arg-type]
@@ -245,10 +247,12 @@ async def test_a_farm_that_trusts_an_operator_key_runs_only_what_it_signed(
     unsigned command, one signed by another key, and the operator's signed `pause`
     rewritten into `quarantine` are each refused, answered and counted; the operator's
     own signed command runs, and replayed it is not run again."""
-    from distrl_sdk.wire.signing import SigningKey, TrustedKeys
+    from distrl_sdk.wire.signing import SigningKey, TrustedKeys, Verdict, check_envelope
 
     operator, intruder = SigningKey.generate("operator"), SigningKey.generate("intruder")
-    async with rig(tmp_path, n=1, trusted_operators=TrustedKeys.of([operator])) as r:
+    farm_key = SigningKey.generate("farm")
+    async with rig(tmp_path, n=1, trusted_operators=TrustedKeys.of([operator]),
+                   signing_key=farm_key) as r:
         w, a = r.watch, r.serials[0]
         topic = topics.cmd(FARM, a)
 
@@ -277,3 +281,16 @@ async def test_a_farm_that_trusts_an_operator_key_runs_only_what_it_signed(
         await w.client.publish(topic, signed(real, operator), qos=1)  # a replay
         await until(lambda: r.ctl.rejects["duplicate"] == 1, 10, "replay counted")
         assert r.ctl.commands is not None and r.ctl.commands.results["quarantine:ok"] == 1
+        answer = w.raw_results[real.id]
+    # the farm signed its answer; an operator's TUI believes it, and not a forgery of it
+    # (an intruder's "ok" would say a device was quarantined when it was not)
+    from tui.model import FleetModel
+
+    assert check_envelope(answer[1], TrustedKeys.of([farm_key]))[0] is Verdict.OK
+    tui = FleetModel(trusted_farms=TrustedKeys.of([farm_key]))
+    forged = CommandResult(command_id="c-forged", device_id=a, ok=True, detail="quarantined")
+    for key in (None, intruder):
+        tui.ingest(topics.cmd_result(FARM), encode_envelope(forged, farm_id=FARM, signer=key))
+    tui.ingest(*answer)
+    assert list(tui.results) == [real.id]
+    assert (tui.garbage["result_unsigned"], tui.garbage["result_unknown_key"]) == (1, 1)

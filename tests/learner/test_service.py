@@ -9,6 +9,7 @@ import os
 import signal
 import struct
 import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -299,43 +300,61 @@ async def test_killed_learner_and_restarted_farm_lose_nothing(broker: EmbeddedBr
         "checkpoint_every_s = 3600\nmetrics_every_s = 0.5\ntorch_threads = 1\n"
         f"[algo_config]\nmin_episodes = 4\nbatch_episodes = 4\ncritic_hidden = 16\n"
         f"capacity = 1000\n[policy_config]\nbuckets = 256\nembed_dim = 8\nhidden = 8\n")
+    # its output goes to a file: a pipe nobody reads fills up and blocks the learner
+    err = (tmp_path / "learner.err").open("wb")
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "farm.cli", "learner", "--config", str(cfg_file), cwd=REPO,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+        stdout=err, stderr=err)
     watch = WeightSubscriber(broker.url, lambda w, p: None)
+    began = time.monotonic()
+
+    def mark(step: str) -> None:  # shown if it fails: which step took the time
+        print(f"{time.monotonic() - began:7.1f}s {step}")
+
     try:
         async with watch:
             await watch.wait_version(0, timeout=90)  # the learner is up and subscribed
+            mark("learner up (v0)")
             spool = tmp_path / "spool"
             pub = farm(broker, spool)
             await pub.start()
             for i in range(10):
                 await pub.publish(make_traj(i))
             assert await pub.wait_acked(30)
+            mark("10 acked")
             await watch.wait_version(1, timeout=60)  # it trained on them
+            mark("v1 published")
             proc.send_signal(signal.SIGKILL)
             await proc.wait()
             killed_at = watch.version
+            mark("learner killed")
             assert not list((run / "checkpoints").glob("ckpt-*"))  # only the journal has them
 
             for i in range(10, 15):  # collected while the learner is dead …
                 await pub.publish(make_traj(i))
             await pub.stop(graceful=False)  # … then the farm crashes too
             assert len(Spool(spool)) == 5
+            mark("farm crashed")
 
             svc = LearnerService(config(broker, run, client_id="learner-kill"))
             task = await start(svc)
+            mark("learner restarted")
             assert svc.restored["journal_episodes"] == 10 and svc.restored["replay_size"] == 10
             async with farm(broker, spool) as pub2:  # the farm restarts from its spool
                 assert await pub2.wait_acked(30)
+                mark("farm restarted, spool acked")
             await until(lambda: svc.received == 15)
+            mark("15 received")
             await watch.wait_version(killed_at + 1, timeout=30)
+            mark("new version published")
             svc.stop()
             summary = await asyncio.wait_for(task, 60)
+            mark("learner stopped")
     finally:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+        err.close()
     assert sorted(replay_ids(svc)) == [f"t{i:04d}" for i in range(15)]
     assert summary["episodes"] == 15
     assert summary["version"] > killed_at and watch.refused == {}
