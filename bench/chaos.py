@@ -235,12 +235,13 @@ async def forger(port: int, accounts: Path, ledger: Path, watch: Watch, stop: as
             await asyncio.wait_for(stop.wait(), 0.7)
 
 
-async def watcher(port: int, accounts: Path, watch: Watch, stop: asyncio.Event) -> None:
+async def watcher(port: int, accounts: Path, keys: Path, watch: Watch,
+                  stop: asyncio.Event) -> None:
     """The viewer account: device statuses and the policy pointer, across broker restarts.
     A pointer counts as the learner's only if the learner's own key signed it."""
     from distrl_sdk.wire.signing import TrustedKeys, Verdict, check_envelope
 
-    learner = TrustedKeys.load([Path(os.environ["DISTRL_KEYS"]) / "learner.pub"])
+    learner = TrustedKeys.load([keys / "learner.pub"])
     while not stop.is_set():
         try:
             async with aiomqtt.Client(**_creds(accounts, "viewer", port),
@@ -296,7 +297,6 @@ async def run(duration_s: float, seed: int, phones: int, profile: str, work: Pat
     for role in ("learner", "farm", "operator"):  # the parts' own keys (as `distrl keys`)
         if not (keys / f"{role}.key").exists():
             SigningKey.generate(role).save(keys / f"{role}.key")
-    os.environ["DISTRL_KEYS"] = str(keys)
     env = {**os.environ, "DISTRL_KEYS": str(keys), "PYTHONUNBUFFERED": "1"}
     port = free_port()
     ledger, spool, run_dir = work / "farm.ledger", work / "spool", work / "learner"
@@ -308,7 +308,10 @@ async def run(duration_s: float, seed: int, phones: int, profile: str, work: Pat
         '[algo_config]\nmin_episodes = 4\nbatch_episodes = 8\n')
     farm_cfg = work / "farm.toml"
     farm_cfg.write_text(f"[trust]\naccept_unsigned = {str(open_parts).lower()}\n")
-    url = lambda user: f"mqtt://{user}@127.0.0.1:{port}"  # noqa: E731
+
+    def url(user: str) -> str:
+        return f"mqtt://{user}@127.0.0.1:{port}"
+
     cli = [sys.executable, "-m", "farm.cli"]
     plan = schedule(seed, duration_s)
     with phones_in_child(phones, profile=profile, seed=seed) as sims, \
@@ -342,7 +345,7 @@ async def run(duration_s: float, seed: int, phones: int, profile: str, work: Pat
         await parts["learner"].start()
         await parts["farm"].start()
         watch, forged, stop = Watch(), Forgeries(), asyncio.Event()
-        helpers = [asyncio.create_task(watcher(port, accounts, watch, stop)),
+        helpers = [asyncio.create_task(watcher(port, accounts, keys, watch, stop)),
                    asyncio.create_task(forger(port, accounts, ledger, watch, stop, forged,
                                               random.Random(seed)))]
         began = time.monotonic()

@@ -176,7 +176,9 @@ def make_trainer(algo: str, policy: Any, opts: argparse.Namespace, seed: int) ->
             actor_lr=opts.actor_lr, critic_lr=opts.critic_lr, traj_critic_lr=opts.critic_lr,
             batch_episodes=opts.batch, min_episodes=opts.min_episodes,
             entropy_coef=opts.entropy, entropy_target=opts.entropy_target,
-            demo_coef=opts.demo_coef, actor_dropout=opts.actor_dropout, seed=seed, **horizon))
+            demo_coef=opts.demo_coef, actor_dropout=opts.actor_dropout,
+            traj_filter_quantile=opts.aride_filter,
+            normalize_advantage=opts.normalize_advantage, seed=seed, **horizon))
     from distrl_sdk.learn.digirl import DigiRLConfig, DigiRLTrainer
 
     return DigiRLTrainer(policy, DigiRLConfig(
@@ -464,6 +466,12 @@ def main() -> None:
                          "it online RL unlearns long tasks SFT solved)")
     ap.add_argument("--actor-dropout", action=argparse.BooleanOptionalAction, default=True,
                     help="RL's actor passes with the policy's token dropout (every RL arm)")
+    ap.add_argument("--aride-filter", type=float, default=ARIDEConfig.traj_filter_quantile,
+                    help="A-RIDE's trajectory filter: the actor trains on episodes above "
+                         "this quantile of r − V_traj (0 = off; the released code: 0.9)")
+    ap.add_argument("--normalize-advantage", action=argparse.BooleanOptionalAction,
+                    default=ARIDEConfig.normalize_advantage,
+                    help="A-RIDE: advantages standardised over each batch's steps")
     ap.add_argument("--batch", type=int, default=16, help="episodes per update")
     ap.add_argument("--min-episodes", type=int, default=32)
     ap.add_argument("--replay-ratio", type=float, default=0.5,

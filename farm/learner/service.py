@@ -599,7 +599,8 @@ class LearnerService:
         """What this run dir holds, without connecting: the newest checkpoint plus the
         journal, as a restart would load them. For reconciling with farms' ledgers
         (bench/chaos.py): ``seen_ids`` (every trajectory id taken in, learned or not),
-        ``episodes`` (replay), ``refused`` and ``version``. Call before :meth:`run`."""
+        ``episodes`` (replay), ``refused`` and ``version``. It releases the service's
+        files and worker: a service audited cannot :meth:`run` afterwards."""
         self._restore()
         self._exec.shutdown(wait=True)
         self._journal.close()

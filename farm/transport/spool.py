@@ -480,16 +480,27 @@ class Spool:
                 finally:
                     os.close(dfd)
         if self.ledger is not None:
-            # after the segment's fdatasync: a crash in between leaves an id delivered
-            # but unledgered (reported as such), never one ledgered but not stored
+            self._append_ledger(work.puts)
+        return out, pos
+
+    def _append_ledger(self, puts: list[_Put]) -> None:
+        """(IO thread) After the segment's fdatasync: a crash in between leaves an id
+        delivered but unledgered (reported as such), never one ledgered but not stored.
+        The entries are stored whatever happens here, so a ledger that cannot be written
+        is logged, never a failed put."""
+        assert self.ledger is not None
+        try:
             if self._ledger_fd is None:
                 self.ledger.parent.mkdir(parents=True, exist_ok=True)
                 self._ledger_fd = os.open(self.ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT,
                                           0o644)
-            _writev_all(self._ledger_fd, [b"".join(p.tid.encode() + b"\n" for p in work.puts)])
+            _writev_all(self._ledger_fd, [b"".join(p.tid.encode() + b"\n" for p in puts)])
             if self.fsync:
                 os.fdatasync(self._ledger_fd)
-        return out, pos
+        except OSError as exc:
+            log.error("spool %s: ledger %s not written (%d ids missing from it): %s",
+                      self.dir, self.ledger, len(puts), exc)
+            self._close_ledger()
 
     def _close_fd(self) -> None:
         if self._fd is not None:

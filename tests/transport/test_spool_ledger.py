@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from farm.broker import EmbeddedBroker
 from farm.transport import Publisher, Spool, TrajectorySubscriber
 from tests.transport.conftest import fast_backoff, make_traj
@@ -39,3 +41,14 @@ async def test_farm_publisher_ledgers_what_the_learner_acked(broker: EmbeddedBro
         ids = [await pub.publish(make_traj()) for _ in range(4)]
         assert await pub.wait_acked(20)
     assert sorted(got) == sorted(ids) == sorted(ledger.read_text().splitlines())
+
+
+async def test_a_ledger_that_cannot_be_written_fails_no_put(tmp_path: Path,
+                                                            caplog: pytest.LogCaptureFixture
+                                                            ) -> None:
+    (tmp_path / "ledger-dir").write_text("a file where the ledger's folder should be")
+    spool = Spool(tmp_path / "spool", ledger=tmp_path / "ledger-dir" / "ids.ledger")
+    assert await spool.put("t0", b"x")  # stored: the audit trail is not the data
+    spool.close()
+    assert "t0" in Spool(tmp_path / "spool")
+    assert "ledger" in caplog.text and "1 ids missing" in caplog.text

@@ -63,9 +63,20 @@ async def test_wall_tiles_and_device_screens_tell_apps_apart(
             src.push(*ff.status(FARM, f"phone-{i}", "busy", task=name, step=1))
             src.push(*ff.frame(FARM, f"phone-{i}", step=1, image=jpeg, size=(w, h),
                                elements=[]))
-        for _ in range(2):  # the second pass: tiles at the wall's size
+        # until every device's tile is rendered at the wall's tile size (the first frames
+        # decode before the wall has laid out; a fixed two passes were not always enough
+        # under load, and the tiles were then still blank)
+        tile_size = None
+        for _ in range(100):
             await app.settle()
             await pilot.pause()
+            ready = all(d.tile is not None for d in app.model.devices.values())
+            if ready and len(app.model.devices) == len(APPS) and app.decoder.idle \
+                    and app.decoder.tile is not None and app.decoder.tile == tile_size:
+                break
+            tile_size = app.decoder.tile
+        await app.settle()
+        await pilot.pause()
         screen = app.screen
         assert isinstance(screen, FleetScreen)
         wall = screen.wall
