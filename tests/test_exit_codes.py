@@ -80,7 +80,9 @@ def test_keys_that_are_not_keys_exit_2(tmp_path: Path) -> None:
     for argv in (["farm", "up", "--learner-key", str(junk), "--duration", "1"],
                  ["learner", "--signing-key", str(junk), "--duration", "1",
                   "--run-dir", str(tmp_path / "run")],
-                 ["tui", "--farm-key", str(junk)]):
+                 ["tui", "--farm-key", str(junk)],
+                 ["learner", "--farm-key-for", "f1", str(junk), "--duration", "1",
+                  "--run-dir", str(tmp_path / "run")]):
         res = CliRunner().invoke(cli, argv)
         assert res.exit_code == 2 and "Traceback" not in res.output, res.output
         assert "learner.pub" in res.output, res.output
@@ -98,3 +100,14 @@ def test_keys_create_then_list(tmp_path: Path) -> None:
     rows = json.loads(listed.output)
     assert [(r["name"], r["private"]) for r in rows] == [("farm-a", True)]
     assert rows[0]["key_id"] in made.output
+
+
+def test_a_key_bound_to_a_bad_farm_id_exits_2(tmp_path: Path) -> None:
+    from distrl_sdk.wire.signing import SigningKey
+
+    SigningKey.generate("farm").save(tmp_path / "farm.key")
+    res = CliRunner().invoke(cli, ["learner", "--farm-key-for", "no/slash",
+                                   str(tmp_path / "farm.pub"), "--duration", "1",
+                                   "--run-dir", str(tmp_path / "run")])
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert "farm id" in res.output, res.output

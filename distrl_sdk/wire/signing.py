@@ -22,7 +22,7 @@ import json
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -176,13 +176,18 @@ class Verdict(StrEnum):
     UNSIGNED = "unsigned"
     UNKNOWN_KEY = "unknown_key"
     BAD_SIGNATURE = "bad_signature"
+    WRONG_FARM = "wrong_farm"  # a trusted key, signing for a farm id it is not bound to
 
 
 @dataclass(frozen=True)
 class TrustedKeys:
-    """The public keys a receiver accepts, by key id."""
+    """The public keys a receiver accepts, by key id. ``farms`` binds keys to farm ids:
+    a key id listed there verifies only envelopes whose ``farm_id`` (and, when the body
+    names one, the body's) is one of its farms — one farm's key cannot speak for
+    another. A key not listed may sign for any farm."""
 
     keys: Mapping[str, VerifyKey]
+    farms: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, keys: Iterable[VerifyKey | SigningKey]) -> TrustedKeys:
@@ -190,8 +195,21 @@ class TrustedKeys:
         return cls({k.key_id: k for k in vks})
 
     @classmethod
-    def load(cls, paths: Iterable[str | os.PathLike[str]]) -> TrustedKeys:
-        return cls.of(VerifyKey.load(p) for p in paths)
+    def load(cls, paths: Iterable[str | os.PathLike[str]],
+             bound: Mapping[str, Iterable[str | os.PathLike[str]]] | None = None
+             ) -> TrustedKeys:
+        """Keys from ``paths`` (any farm) and from ``bound`` (farm id → key files trusted
+        for that farm only; a key bound to several farms may sign for each of them)."""
+        free = {k.key_id: k for k in (VerifyKey.load(p) for p in paths)}
+        keys: dict[str, VerifyKey] = dict(free)
+        farms: dict[str, frozenset[str]] = {}
+        for farm_id, farm_paths in (bound or {}).items():
+            for p in farm_paths:
+                k = VerifyKey.load(p)
+                keys.setdefault(k.key_id, k)
+                if k.key_id not in free:  # listed unbound too: it may sign for any farm
+                    farms[k.key_id] = farms.get(k.key_id, frozenset()) | {farm_id}
+        return cls(keys, farms)
 
     def describe(self) -> str:
         return ", ".join(f"{k.name} ({i})" for i, k in sorted(self.keys.items())) or "none"
@@ -216,6 +234,15 @@ class TrustedKeys:
             return Verdict.BAD_SIGNATURE, "envelope not canonicalisable"
         if not key.verify(data, raw_sig):
             return Verdict.BAD_SIGNATURE, f"signature by {key.name} does not verify"
+        allowed = self.farms.get(signer)
+        if allowed is not None:
+            body = envelope.get("body")
+            claimed = {envelope.get("farm_id"),
+                       body.get("farm_id") if isinstance(body, dict) else None} - {None}
+            if not claimed or not claimed <= allowed:
+                return Verdict.WRONG_FARM, (
+                    f"{key.name} signed for farm {', '.join(sorted(map(str, claimed))) or '?'}"
+                    f", but is trusted for {', '.join(sorted(allowed))} only")
         return Verdict.OK, key.name
 
 

@@ -18,6 +18,7 @@ from rich.table import Table
 
 __all__ = ["learner", "load_learner_config"]
 
+from distrl_sdk.wire import topics
 from farm.broker_password import (
     broker_password,
     mask_url,
@@ -29,6 +30,14 @@ from farm.cli.common import CONTEXT, KEY_FILE, fail
 console = Console()
 err_console = Console(stderr=True, soft_wrap=True)
 
+
+
+def _bound_keys(pairs: tuple[tuple[str, Path], ...]) -> dict[str, list[Path]]:
+    """``--farm-key-for ID KEY`` pairs as LearnerConfig.farm_key_for (farm id → keys)."""
+    out: dict[str, list[Path]] = {}
+    for farm_id, key in pairs:
+        out.setdefault(farm_id, []).append(key)
+    return out
 
 
 def _info(message: str) -> None:
@@ -93,6 +102,10 @@ def load_learner_config(path: Path | None, overrides: dict[str, Any]) -> Any:
               help="A farm's public key (.pub) whose signed trajectories to learn from "
                    "(repeatable) [default: the local farm key, which `farm up` on this host "
                    "signs with].")
+@click.option("--farm-key-for", "farm_key_for", nargs=2, multiple=True,
+              type=(str, KEY_FILE), metavar="FARM_ID KEY.pub",
+              help="A farm's public key trusted for that farm id only (repeatable): what it "
+                   "signs under another farm id is refused as wrong_farm.")
 @click.option("--demos", "demos", type=click.Path(file_okay=False, path_type=Path),
               multiple=True, help="Demonstration dataset (`distrl demos record`; repeatable) "
                                   "kept in play as the demonstration anchor: each actor "
@@ -109,6 +122,7 @@ def learner(config_path: Path | None, broker_url: str | None, password_file: Pat
             run_dir: Path | None,
             algo: str | None, policy_kind: str | None, init_policy: Path | None,
             signing_key: Path | None, farm_keys: tuple[Path, ...],
+            farm_key_for: tuple[tuple[str, Path], ...],
             demos: tuple[Path, ...], demo_coef: float | None, duration: float | None,
             progress_every: float, as_json: bool, verbose: bool) -> None:
     """Learn from the farms' trajectories (dedupe, replay, A-RIDE updates), publish
@@ -122,7 +136,8 @@ def learner(config_path: Path | None, broker_url: str | None, password_file: Pat
             "broker_url": broker_url, "run_dir": run_dir, "algorithm": algo,
             "policy_kind": policy_kind, "metrics_every_s": progress_every,
             "init_policy": init_policy, "demos": list(demos) or None,
-            "signing_key": signing_key, "farm_keys": list(farm_keys) or None})
+            "signing_key": signing_key, "farm_keys": list(farm_keys) or None,
+            "farm_key_for": _bound_keys(farm_key_for) or None})
         if demo_coef is not None:
             cfg.algo_config = {**cfg.algo_config, "demo_coef": demo_coef}
         # --password-file replaces a password in the URL; $DISTRL_BROKER_PASSWORD fills one in
@@ -140,12 +155,15 @@ def learner(config_path: Path | None, broker_url: str | None, password_file: Pat
 
         learner_signing_key(cfg.signing_key)  # unreadable: exit 2 before any broker work
         if cfg.accept_unsigned:
-            cfg.farm_keys = []
+            cfg.farm_keys, cfg.farm_key_for = [], {}
         else:
-            if not cfg.farm_keys:  # the local farm key, as `farm up` here signs with it
-                farm_signing_key()  # made now if no farm on this host made it yet
+            if not cfg.farm_keys and not cfg.farm_key_for:
+                farm_signing_key()  # the local farm key, as `farm up` here signs with it
                 cfg.farm_keys = [local_key_path(FARM)]
-            TrustedKeys.load(cfg.farm_keys)  # unreadable: exit 2 now, not in the service
+            for farm_id in cfg.farm_key_for:
+                topics.check_id(farm_id, "farm id")  # a ValueError: exit 2 below
+            # unreadable: exit 2 now, not in the service
+            TrustedKeys.load(cfg.farm_keys, cfg.farm_key_for)
         for d in cfg.demos:
             from distrl_sdk.learn.demos import read_manifest
 

@@ -128,6 +128,12 @@ class LearnerConfig(BaseModel):
                     "`distrl learner` fills in the local farm key ($DISTRL_KEYS or "
                     "~/.local/state/distrl/keys/farm.key) when none is given; empty in a "
                     "config used from Python: every trajectory is taken.")
+    farm_key_for: dict[str, list[Path]] = Field(
+        default_factory=dict,
+        description="Farm id → public keys trusted for that farm only: a trajectory such a "
+                    "key signed under another farm id is refused (`wrong_farm`), so one "
+                    "farm's key cannot speak for another. Keys in `farm_keys` may sign for "
+                    "any farm.")
     accept_unsigned: bool = Field(
         False, description="`distrl learner` only: take trajectories from any farm, signed "
                            "or not (farms from before signatures).")
@@ -954,7 +960,8 @@ class LearnerService:
             handler=self._on_trajectory, seen=seen,
             reassembler=Reassembler(max_message_bytes=cfg.max_trajectory_bytes),
             backoff=self.backoff, signer=signer,
-            trusted_farms=TrustedKeys.load(cfg.farm_keys) if cfg.farm_keys else None)
+            trusted_farms=TrustedKeys.load(cfg.farm_keys, cfg.farm_key_for)
+            if cfg.farm_keys or cfg.farm_key_for else None)
         tasks: list[asyncio.Task[Any]] = []
         try:
             await self.link.start()

@@ -119,3 +119,30 @@ async def test_only_trajectories_a_trusted_farm_signed_are_learned(
             await farm.publish(make_traj())
             assert await farm.wait_acked(30)
         assert len(got) == 1 and got[0].envelope.signer == FARM_KEY.key_id
+
+
+async def test_a_farm_key_bound_to_its_farm_cannot_feed_another(
+        broker: EmbeddedBroker, tmp_path: Path) -> None:
+    """Two farms, each key trusted for its own farm id only (`--farm-key-for`): farm f1's
+    key publishing as f2 is refused as wrong_farm and never acked; as f1 it is learned."""
+    f1, f2 = SigningKey.generate("farm-f1"), SigningKey.generate("farm-f2")
+    for k in (f1, f2):
+        k.save(tmp_path / f"{k.name}.key")
+    trust = TrustedKeys.load([], {"f1": [tmp_path / "farm-f1.pub"],
+                                  "f2": [tmp_path / "farm-f2.pub"]})
+    got: list[DecodedTrajectory] = []
+    async with TrajectorySubscriber(broker.url, handler=got.append, backoff=fast_backoff(),
+                                    client_id="learner-bound", signer=LEARNER,
+                                    trusted_farms=trust) as sub:
+        await asyncio.wait_for(sub.connected.wait(), 20)
+        posing = Publisher(broker.url, "f2", tmp_path / "posing", backoff=fast_backoff(),
+                           resend_after_s=600, signer=f1)
+        async with posing:
+            await posing.publish(make_traj())
+            await _until(lambda: sub.rejects["wrong_farm"] == 1)
+            assert got == [] and sub.acks_sent == 0 and len(posing.spool) == 1
+        own = Publisher(broker.url, "f1", tmp_path / "own", backoff=fast_backoff(), signer=f1)
+        async with own:
+            await own.publish(make_traj())
+            assert await own.wait_acked(30)
+    assert [d.msg.farm_id for d in got] == ["f1"]

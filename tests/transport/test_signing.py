@@ -132,3 +132,40 @@ def test_processes_racing_to_create_the_local_key_agree_on_one(tmp_path: Path) -
     assert len(set(ids)) == 1 and len(ids) == 8
     assert VerifyKey.load(path.with_suffix(".pub")).key_id == ids[0]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp left
+
+
+def test_a_key_bound_to_a_farm_signs_for_that_farm_only(tmp_path: Path) -> None:
+    """One farm's key must not speak for another: a key bound to f1 verifies what it
+    signs as f1 (the envelope's farm id and the body's), and nothing it signs as f2."""
+    from distrl_sdk.wire import TrajectoryMsg, check_trajectory, encode_trajectory
+
+    f1, shared = SigningKey.generate("farm-f1"), SigningKey.generate("farm-any")
+    for k in (f1, shared):
+        k.save(tmp_path / f"{k.name}.key")
+    trust = TrustedKeys.load([tmp_path / "farm-any.pub"],
+                             {"f1": [tmp_path / "farm-f1.pub"],
+                              "f3": [tmp_path / "farm-f1.pub", tmp_path / "farm-any.pub"]})
+    assert trust.farms == {f1.key_id: frozenset({"f1", "f3"})}  # farm-any stays unbound
+
+    def traj(farm: str, envelope_farm: str | None = None) -> bytes:
+        msg = TrajectoryMsg(farm_id=farm, device_id="d", task="t")
+        payload = encode_trajectory(msg, signer=f1)
+        if envelope_farm is None:
+            return payload
+        # re-signed by f1 with the envelope's farm id differing from the body's
+        hlen = int.from_bytes(payload[4:8], "big")
+        header = json.loads(payload[8:8 + hlen])
+        header["farm_id"] = envelope_farm
+        from distrl_sdk.wire.signing import sign_envelope
+
+        new = json.dumps(sign_envelope(header, f1)).encode()
+        return payload[:4] + len(new).to_bytes(4, "big") + new + payload[8 + hlen:]
+
+    assert check_trajectory(traj("f1"), trust)[0] is Verdict.OK
+    assert check_trajectory(traj("f3"), trust)[0] is Verdict.OK
+    verdict, why = check_trajectory(traj("f2"), trust)
+    assert verdict is Verdict.WRONG_FARM and "f2" in why and "f1, f3" in why
+    # the envelope says f1, the body (what the learner trains on) says f2: refused
+    assert check_trajectory(traj("f2", envelope_farm="f1"), trust)[0] is Verdict.WRONG_FARM
+    any_farm = encode_envelope(TrajectoryAck(ids=["x"]), farm_id="f9", signer=shared)
+    assert check_envelope(any_farm, trust)[0] is Verdict.OK
