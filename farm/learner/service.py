@@ -608,9 +608,7 @@ class LearnerService:
         ``episodes`` (replay), ``refused`` and ``version``. It releases the service's
         files and worker: a service audited cannot :meth:`run` afterwards."""
         self._restore()
-        self._exec.shutdown(wait=True)
-        self._journal.close()
-        self._scalars.close()
+        self._release()
         assert self.trainer is not None
         replay = getattr(self.trainer, "replay", None)
         episodes = [e.episode for e in replay.entries()] if replay is not None else []
@@ -937,9 +935,7 @@ class LearnerService:
         try:
             await self._on_trainer(self._restore)
         except BaseException:
-            self._journal.close()
-            self._scalars.close()
-            self._exec.shutdown(wait=True)
+            self._release()
             raise
         assert self.trainer is not None
         set_horizon = getattr(self.trainer, "set_horizon", None)
@@ -1009,9 +1005,13 @@ class LearnerService:
         finally:
             if self.link is not None:
                 await self.link.stop()
-            self._journal.close()
-            self._scalars.close()
-            self._exec.shutdown(wait=True)
+            self._release()
+
+    def _release(self) -> None:
+        """Close the journal and the scalar log, and end the trainer's worker thread."""
+        self._journal.close()
+        self._scalars.close()
+        self._exec.shutdown(wait=True)
 
     def summary(self) -> dict[str, Any]:
         sub = self.subscriber
