@@ -52,8 +52,9 @@ DEFAULT_BROKER = "mqtt://127.0.0.1:1883"
                    "limits to the 256-colour palette (env DISTRL_TUI_COLOR).")
 @click.option("--image", type=click.Choice(IMAGE_CHOICES), default="auto", show_default=True,
               envvar="DISTRL_TUI_IMAGE",
-              help="The device screen's picture: native draws the real image with the "
-                   "terminal's graphics (Kitty, Sixel, iTerm2); halfblock uses coloured "
+              help="The device screen's and the wall tiles' pictures: native draws the "
+                   "real image with the terminal's graphics (Kitty, Sixel, iTerm2); "
+                   "halfblock uses coloured "
                    "cells (any terminal, tmux); auto asks the terminal.")
 @click.option("--crash-log", type=click.Path(dir_okay=False, path_type=Path), default=None,
               envvar="DISTRL_TUI_CRASH_LOG",

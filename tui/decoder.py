@@ -15,6 +15,10 @@ from PIL import Image
 from distrl_sdk.wire import DeviceFrame
 from tui.imaging import HalfBlock, decode, draw_marks, fit_cells, halfblock, marks_of
 
+#: pixels of a terminal cell, roughly (terminals draw 7–12 × 14–24): what a native wall
+#: tile is decoded at, so Kitty/Sixel get detail without shipping the whole frame per tile
+CELL_PX = (10, 20)
+
 __all__ = ["DecoderStats", "FrameDecoder", "FrameJob", "Rendered"]
 
 DeviceKey = tuple[str, str]  # (farm id, device id)
@@ -36,6 +40,7 @@ class Rendered:
     error: str | None = None
     tile: HalfBlock | None = None  # the wall's bigger thumbnail, once a tile size is set
     picture: Image.Image | None = None  # the focus device's frame with its marks (native)
+    tile_picture: Image.Image | None = None  # the wall tile's frame at pixel size (native)
 
 
 @dataclass
@@ -69,7 +74,9 @@ class FrameDecoder:
         # the devices on screen (None: all): others' frames wait, newest only, until
         # they are scrolled into view (a 200×50 wall shows 20 of 64 phones)
         self._visible: frozenset[DeviceKey] | None = None
-        self.native = False  # also hand the focus device's picture over (terminal graphics)
+        # terminal graphics: also hand over the focus device's picture and, with a tile
+        # size, each wall tile's
+        self.native = False
         self._thread: threading.Thread | None = None
         self._busy = False
 
@@ -159,26 +166,32 @@ class FrameDecoder:
         try:
             tc, tr = fit_cells(f.width, f.height, self.thumb_cols, self.thumb_rows)
             want = (tc, 2 * tr)
-            big = picture = tile_hb = None
+            big = picture = tile_hb = tile_pic = None
             in_focus = focus is not None and focus[0] == job.key
             if focus is not None and in_focus:
                 bc, br = fit_cells(f.width, f.height, focus[1], focus[2])
                 want = (max(want[0], bc), max(want[1], 2 * br))
             if tile is not None:
                 wc, wr = fit_cells(f.width, f.height, *tile)
-                want = (max(want[0], wc), max(want[1], 2 * wr))
+                # a terminal with graphics draws the tile's pixels, ~CELL_PX per cell
+                tw, th = (wc * CELL_PX[0], wr * CELL_PX[1]) if self.native else (wc, 2 * wr)
+                want = (max(want[0], tw), max(want[1], th))
             # a terminal with graphics shows the frame at its own resolution
             img = decode(job.data, None if in_focus and self.native else want)
             thumb = halfblock(img, tc, tr)
             if tile is not None:
                 tile_hb = halfblock(img, wc, wr)
+                if self.native:
+                    tile_pic = img.copy()
+                    tile_pic.thumbnail((wc * CELL_PX[0], wr * CELL_PX[1]))
             if in_focus:
                 marks = marks_of(f.actions, f.screen_width, f.screen_height)
                 bimg = img.resize((bc, 2 * br))
                 big = halfblock(draw_marks(bimg, marks), bc, br, resize=False)
                 if self.native:
                     picture = draw_marks(img, marks)
-            return Rendered(job.key, f, thumb, big, tile=tile_hb, picture=picture)
+            return Rendered(job.key, f, thumb, big, tile=tile_hb, picture=picture,
+                            tile_picture=tile_pic)
         except Exception as e:  # a corrupt image is shown as an error, never raised
             return Rendered(job.key, f, None, None, f"{type(e).__name__}: {e}"[:200])
 

@@ -22,7 +22,7 @@ from tui.base import DeviceActionsScreen
 from tui.decoder import DeviceKey
 from tui.fleet_table import FleetTable
 from tui.model import SORT_KEYS, DeviceView
-from tui.wall import PhoneWall, Tile
+from tui.wall import PhoneWall, Tile, WallBox
 
 __all__ = ["STATE_STYLE", "FleetScreen"]
 
@@ -47,8 +47,8 @@ class FleetScreen(DeviceActionsScreen):
     FleetScreen #title { height: 1; background: $primary; color: $text; padding: 0 1; }
     FleetScreen #header { height: 1; background: $panel; padding: 0 0 0 0; }
     FleetScreen #fleet { height: 1fr; }
-    FleetScreen #wall { height: 1fr; display: none; }
-    FleetScreen.-wall #wall { display: block; }
+    FleetScreen #wallbox { height: 1fr; display: none; }
+    FleetScreen.-wall #wallbox { display: block; }
     FleetScreen.-wall #fleet { display: none; }
     FleetScreen.-wall #header { display: none; }
     FleetScreen #filter { display: none; height: 3; }
@@ -83,7 +83,7 @@ class FleetScreen(DeviceActionsScreen):
         yield Static(id="header")
         yield FleetTable([("thumb", "scr", self.tui.thumb_cols), *COLUMNS],
                          self.tui.thumb_rows, id="fleet")
-        yield PhoneWall(id="wall")
+        yield WallBox(native=self.tui.image == "native", id="wallbox")
         yield Input(placeholder="filter: words must all match, !word excludes (esc clears)",
                     id="filter")
         yield Static(id="statusbar")
@@ -219,7 +219,8 @@ class FleetScreen(DeviceActionsScreen):
             state.append(f" {s.episode_return:+.2f}")
         task = "-" if s is None else (s.task or s.instruction or s.detail or "-")
         return Tile(serial=dev.key[1], state=state, task=task, picture=dev.tile,
-                    placeholder="bad frame" if dev.frame_error else "no frame yet")
+                    placeholder="bad frame" if dev.frame_error else "no frame yet",
+                    image=dev.tile_picture)
 
     def _refresh_wall(self, order: list[DeviceKey]) -> None:
         model, w = self.tui.model, self.wall

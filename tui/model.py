@@ -133,6 +133,7 @@ class DeviceView:
     big: HalfBlock | None = None
     tile: HalfBlock | None = None  # the wall's thumbnail
     picture: Image.Image | None = None  # the device screen's, for terminal graphics
+    tile_picture: Image.Image | None = None  # the wall tile's, for terminal graphics
     frame_error: str | None = None
     last_seen: float = 0.0
     rev: int = 0  # bumped on every change; screens compare it with what they show
@@ -534,6 +535,8 @@ class FleetModel:
                 dev.tile = r.tile
             if r.picture is not None:
                 dev.picture = r.picture
+            if r.tile_picture is not None:
+                dev.tile_picture = r.tile_picture
         dev.rev += 1
 
     # -------------------------------------------------------------- views

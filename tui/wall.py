@@ -6,6 +6,10 @@ rows of screen high (20 rows = 40 pixels: launcher, Settings and a form are told
 at a glance; tests/tui/test_picture.py measures it), as many columns as the width
 holds, whole tiles only: scrolling moves by tile rows, so nothing is cut in half.
 
+Where the terminal draws images (``--image native``: Kitty graphics, Sixel) a
+:class:`WallBox` lays textual-image widgets over the visible tiles' picture boxes and the
+wall leaves those boxes blank; everywhere else the picture is half-block cells.
+
 Cheap like :class:`~tui.fleet_table.FleetTable`: a tile's lines are built only when it
 changed, and only its region of the screen is repainted."""
 
@@ -14,21 +18,27 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import events
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
+from textual.containers import Container
 from textual.geometry import Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui.imaging import HalfBlock
+from tui.imaging import HalfBlock, fit_cells
 
-__all__ = ["TEXT_LINES", "PhoneWall", "Tile", "WallLayout", "wall_layout"]
+if TYPE_CHECKING:
+    from PIL import Image
+    from textual.widget import Widget
+
+__all__ = ["TEXT_LINES", "PhoneWall", "Tile", "WallBox", "WallLayout", "wall_layout"]
 
 TEXT_LINES = 3  # serial; state · step · return; task
 TARGET_SCREEN_ROWS = 20
@@ -71,6 +81,7 @@ class Tile:
     task: str
     picture: HalfBlock | None
     placeholder: str = "no frame yet"
+    image: Image.Image | None = None  # the frame itself, for terminal graphics (native)
 
 
 class PhoneWall(ScrollView, can_focus=True):
@@ -104,6 +115,10 @@ class PhoneWall(ScrollView, can_focus=True):
             super().__init__()
             self.key = key
 
+    class Moved(Message):
+        """Tiles, their content or the scroll position changed (once per refresh):
+        a :class:`WallBox` moves its native pictures."""
+
     class Resized(Message):
         """The tile size changed: the screen asks the decoder for pictures of it."""
 
@@ -111,8 +126,10 @@ class PhoneWall(ScrollView, can_focus=True):
             super().__init__()
             self.grid = layout
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, native: bool = False) -> None:
         super().__init__(id=id)
+        self.native = native  # tiles with an image leave their picture box blank
+        self._moved = False
         self.keys: list[Hashable] = []
         self.tiles: dict[Hashable, Tile] = {}
         self.cursor = 0
@@ -134,6 +151,7 @@ class PhoneWall(ScrollView, can_focus=True):
         self.cursor = max(0, min(self.cursor, len(self.keys) - 1))
         self._resize_virtual()
         self.refresh()
+        self._announce_move()
 
     def update_tile(self, key: Hashable, tile: Tile) -> None:
         """New content for one tile; only its screen region is repainted."""
@@ -143,6 +161,8 @@ class PhoneWall(ScrollView, can_focus=True):
         self._strips.pop((key, False), None)
         self._strips.pop((key, True), None)
         self._refresh_tile(self.keys.index(key))
+        if self.native:
+            self._announce_move()
 
     @property
     def current_key(self) -> Hashable | None:
@@ -176,6 +196,42 @@ class PhoneWall(ScrollView, can_focus=True):
         self._scroll_cursor()
         if changed:
             self.post_message(self.Resized(lay))
+        self._announce_move()
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if round(old_value) != round(new_value):
+            self._announce_move()
+
+    def _announce_move(self) -> None:
+        """One :class:`Moved` per batch of changes (a tick updates many tiles)."""
+        if self.native and not self._moved:
+            self._moved = True
+            self.call_after_refresh(self._post_moved)
+
+    def _post_moved(self) -> None:
+        self._moved = False
+        self.post_message(self.Moved())
+
+    def picture_boxes(self) -> dict[Hashable, Region]:
+        """Where each wholly visible tile's image goes, in the wall's own coordinates
+        (tiles without an image are left out): centred on the tile, sitting on its
+        text, the aspect of the frame kept as the half-block picture keeps it."""
+        lay = self.grid
+        inner = lay.tile_w - GAP
+        out: dict[Hashable, Region] = {}
+        first = max(0, int(self.scroll_y) // lay.tile_h) * lay.columns
+        for i in range(first, min(len(self.keys), first + (lay.rows + 1) * lay.columns)):
+            img = self.tiles[self.keys[i]].image
+            if img is None:
+                continue
+            cols, rows = fit_cells(img.width, img.height, lay.screen_cols, lay.screen_rows)
+            row, col = divmod(i, lay.columns)
+            y = row * lay.tile_h - int(self.scroll_y) + lay.screen_rows - rows
+            if y < 0 or y + rows > self.size.height:
+                continue
+            out[self.keys[i]] = Region(col * lay.tile_w + (inner - cols) // 2, y, cols, rows)
+        return out
 
     def _refresh_tile(self, index: int) -> None:
         lay = self.grid
@@ -200,7 +256,9 @@ class PhoneWall(ScrollView, can_focus=True):
             "phone-wall--cursor" if cur else "phone-wall--text")
         lines: list[list[Segment]] = []
         pic = tile.picture
-        if pic is not None and pic.rows <= lay.screen_rows and pic.cols <= inner:
+        if self.native and tile.image is not None:  # a WallBox draws it over this box
+            lines += [[Segment(" " * inner, base)] for _ in range(lay.screen_rows)]
+        elif pic is not None and pic.rows <= lay.screen_rows and pic.cols <= inner:
             left = (inner - pic.cols) // 2
             pad_l, pad_r = Segment(" " * left, base), Segment(" " * (inner - pic.cols - left),
                                                               base)
@@ -278,10 +336,82 @@ class PhoneWall(ScrollView, can_focus=True):
             self._set_cursor(self.keys.index(key))
 
     def on_click(self, event: events.Click) -> None:
+        self.click_at(event.x, event.y, event.chain)
+
+    def click_at(self, x: int, y: int, chain: int = 1) -> None:
+        """A click at (x, y) of the wall: its tile gets the cursor, a double click opens."""
         lay = self.grid
-        col = event.x // lay.tile_w
-        index = ((event.y + int(self.scroll_y)) // lay.tile_h) * lay.columns + col
+        col = x // lay.tile_w
+        index = ((y + int(self.scroll_y)) // lay.tile_h) * lay.columns + col
         if col < lay.columns and index < len(self.keys):
             self._set_cursor(index)
-            if event.chain >= 2:
+            if chain >= 2:
                 self.action_select()
+
+
+class WallBox(Container):
+    """The wall, with terminal-graphics pictures laid over its visible tiles: one
+    textual-image widget per tile on screen, moved and refilled as the wall reports
+    changes (a widget per phone would be 64 images for 20 visible tiles). Without a
+    terminal that draws images (or without textual-image) it is just the wall."""
+
+    DEFAULT_CSS = """
+    WallBox { layers: wall pictures; height: 1fr; }
+    WallBox > PhoneWall { layer: wall; height: 1fr; }
+    WallBox > .tile-picture { layer: pictures; position: absolute; }
+    """
+
+    def __init__(self, *, native: bool, id: str | None = None,
+                 wall_id: str = "wall") -> None:
+        super().__init__(id=id)
+        self._image_cls = _native_image_class() if native else None
+        self.wall = PhoneWall(id=wall_id, native=self._image_cls is not None)
+        self.pictures: dict[Hashable, Widget] = {}  # tile key → its image widget now
+        self._spare: list[Widget] = []  # hidden, for the next tile that scrolls in
+
+    def compose(self) -> ComposeResult:
+        yield self.wall
+
+    def on_phone_wall_moved(self, event: PhoneWall.Moved) -> None:
+        event.stop()
+        self.sync()
+
+    def sync(self) -> None:
+        """Images for the tiles on screen, at their boxes; the others' widgets reused."""
+        if self._image_cls is None:
+            return
+        boxes = self.wall.picture_boxes()
+        spare = self._spare + [w for k, w in self.pictures.items() if k not in boxes]
+        placed: dict[Hashable, Widget] = {}
+        for key, box in boxes.items():
+            widget = self.pictures.get(key) or (spare.pop() if spare else None)
+            if widget is None:
+                widget = self._image_cls(classes="tile-picture")
+                self.mount(widget)
+            image = self.wall.tiles[key].image
+            if widget.image is not image:  # type: ignore[attr-defined]
+                widget.image = image  # type: ignore[attr-defined]
+            widget.styles.offset = (box.x, box.y)
+            widget.styles.width, widget.styles.height = box.width, box.height
+            widget.display = True
+            placed[key] = widget
+        for widget in spare:
+            widget.display = False
+        self.pictures, self._spare = placed, spare
+
+    def on_click(self, event: events.Click) -> None:
+        """A click on a picture is a click on its tile."""
+        if event.widget is not self.wall:
+            event.stop()
+            self.wall.click_at(event.screen_x - self.wall.region.x,
+                               event.screen_y - self.wall.region.y, event.chain)
+
+
+def _native_image_class() -> type[Widget] | None:
+    """textual-image's widget class for this terminal (Kitty graphics or Sixel), or None
+    where the library cannot load (the half-block pictures stay)."""
+    try:
+        from textual_image.widget import Image as NativeImage
+    except Exception:
+        return None
+    return NativeImage

@@ -103,12 +103,13 @@ async def test_wall_keys_move_open_and_switch_to_the_list() -> None:
         screen = app.screen
         assert isinstance(screen, FleetScreen)
         await pilot.press("w")  # the list, on the same device
-        assert screen.view == "list" and screen.table.display and not wall.display
+        box = screen.query_one("#wallbox")
+        assert screen.view == "list" and screen.table.display and not box.display
         assert screen.table.current_key == keys[1] and screen.table.has_focus
         await pilot.press("down", "enter")
         assert isinstance(app.screen, DeviceScreen) and app.screen.key == keys[2]
         await pilot.press("escape", "w")
-        assert screen.view == "wall" and wall.display and wall.current_key == keys[2]
+        assert screen.view == "wall" and box.display and wall.current_key == keys[2]
         # a changed device repaints its tile only
         built = wall.tiles_built
         src.push(*__import__("tui.fakefeed", fromlist=["status"]).status(
