@@ -230,6 +230,8 @@ async def run_arm(arm: str, seed: int, sft: Path, reg: DeviceRegistry, tasks: li
             m = st.last_metrics
             ent = f"  entropy {m['entropy']:.2f} β {m['entropy_coef']:.3f}" \
                 if "entropy" in m and "entropy_coef" in m else ""
+            if "demo_nll" in m:  # the anchor's −log π of demonstrated actions
+                ent += f" demo-nll {m['demo_nll']:.2f}"
             print(f"    {LABELS[arm]:<26} {time.monotonic() - t0:6.0f} s  "
                   f"{st.finished:5d} episodes  {st.updates:5d} updates  "
                   f"training {train}  held-out {held}{ent}", flush=True)

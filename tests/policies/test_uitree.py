@@ -12,7 +12,7 @@ from distrl_sdk.actions import Complete, Key, OpenApp, Scroll, Tap, TypeText
 from distrl_sdk.errors import ConfigError
 from distrl_sdk.learn.api import StepRecord, TrainablePolicy
 from distrl_sdk.policies import build_policy, load_policy, save_policy
-from distrl_sdk.policies.uitree import SIM_APPS, UITreePolicy, encode_observation
+from distrl_sdk.policies.uitree import SIM_APPS, UITreeConfig, UITreePolicy, encode_observation
 from distrl_sdk.policy import Observation
 from distrl_sdk.uitree import parse_ui_dump
 
@@ -115,7 +115,32 @@ def test_reading_prior_favours_what_the_instruction_names(elements: list) -> Non
     [d] = policy.decide([obs(elements)], greedy=True)
     assert enc["c"][d.choice["index"]][1] == "Bluetooth OFF"  # type: ignore[index]
     n = len(enc["c"])
-    assert d.log_prob == pytest.approx(2.0 - math.log(n - 1 + math.e ** 2), abs=1e-5)
+    bonus = 10.0 * math.tanh(2.0 / 10.0)  # the prior's logit, under the default cap of 10
+    assert d.log_prob == pytest.approx(bonus - math.log(n - 1 + math.e ** bonus), abs=1e-5)
+
+
+def test_logits_are_soft_capped_so_log_pi_is_bounded(elements: list) -> None:  # type: ignore[type-arg]
+    """However large the weights grow, cap·tanh(l/cap) keeps every logit in (−cap, cap):
+    log π ≥ −(2·cap + ln N), so the RL losses in log π are bounded (a 30-minute run without
+    the cap grew logits to ~10⁶ and its entropy to 0.01 nats whatever β). cap 0 = none."""
+    for cap in (5.0, 0.0):
+        policy = UITreePolicy.from_config({**SMALL, "logit_cap": cap})
+        with torch.no_grad():
+            for prm in policy.trainable_parameters():
+                prm.mul_(0).add_(50.0 * torch.randn(prm.shape,
+                                                     generator=torch.Generator().manual_seed(1)))
+        [d] = policy.decide([obs(elements)], greedy=False)
+        steps = [StepRecord(obs=d.obs or {}, choice={"index": k}, log_mu=0.0, reward=0.0,
+                            policy_version=0) for k in range(d.info["candidates"])]
+        log_pi = policy.evaluate(steps).log_prob.detach()
+        floor = -(2 * 5.0 + math.log(len(steps)))
+        if cap:
+            assert bool(torch.isfinite(log_pi).all()) and float(log_pi.min()) >= floor - 1e-4
+        else:
+            assert float(log_pi.min()) < floor  # uncapped: far below any such bound
+    with pytest.raises(ValueError, match="logit_cap"):
+        UITreeConfig.from_dict({"logit_cap": -1.0})
+    assert UITreeConfig().logit_cap == 10.0
 
 
 def test_decide_log_prob_equals_evaluate_after_training(elements: list) -> None:  # type: ignore[type-arg]
