@@ -259,3 +259,18 @@ def test_bridge_mistakes_are_usage_errors(tmp_path: Path) -> None:
         res = CliRunner().invoke(cli, ["broker", "--port", "0", *args])
         assert res.exit_code == 2 and says in res.output, (args, res.output)
         assert "Traceback" not in res.output
+
+
+def test_host_mistakes_are_one_line_and_exit_2() -> None:
+    """--host takes an address of this machine; anonymous access stays loopback-only."""
+    from click.testing import CliRunner
+
+    from farm.cli import cli
+
+    for args, says in (
+            (["--host", "central.example"], "is not an IP address"),
+            (["--host", "192.0.2.1", "--port", "18830"], "not an address of this machine"),
+            (["--host", "0.0.0.0", "--allow-anonymous"], "only on a loopback --host")):
+        res = CliRunner().invoke(cli, ["broker", "--port", "0", *args])
+        assert res.exit_code == 2 and says in res.output, (args, res.output)
+        assert "Traceback" not in res.output

@@ -4,6 +4,8 @@ per part and a topic ACL; ``distrl broker acl`` prints that ACL for an external 
 from __future__ import annotations
 
 import asyncio
+import errno
+import ipaddress
 import signal
 import socket
 import sys
@@ -26,7 +28,7 @@ __all__ = ["broker"]
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
-def _port_free_or_exit(port: int) -> None:
+def _port_free_or_exit(port: int, host: str = "127.0.0.1") -> None:
     """A taken port is the user's to change: one line and exit status 2, for either
     backend (amqtt would print two tracebacks, mosquitto a log line nobody sees)."""
     with socket.socket() as s:
@@ -34,12 +36,16 @@ def _port_free_or_exit(port: int) -> None:
         # TIME_WAIT, must not make its port look taken to the one restarted on it
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind(("127.0.0.1", port))
+            s.bind((host, port))
         except PermissionError:
             return  # privileged: mosquitto may still bind it; its own reason is reported
         except OSError as exc:
-            click.echo(f"error: port {port} on 127.0.0.1 is not free ({exc.strerror}); "
-                       "choose another with --port (0 picks a free one)", err=True)
+            if exc.errno == errno.EADDRNOTAVAIL:
+                click.echo(f"error: --host {host} is not an address of this machine",
+                           err=True)
+            else:
+                click.echo(f"error: port {port} on {host} is not free ({exc.strerror}); "
+                           "choose another with --port (0 picks a free one)", err=True)
             sys.exit(2)
 
 
@@ -63,7 +69,11 @@ _FARM_OPTION = click.option(
 @click.group("broker", invoke_without_command=True,
              context_settings=CONTEXT)
 @click.option("--port", type=click.IntRange(0, 65535), default=1883, show_default=True,
-              help="Loopback port to listen on (0: pick a free one).")
+              help="Port to listen on (0: pick a free one).")
+@click.option("--host", default="127.0.0.1", show_default=True, metavar="ADDRESS",
+              help="Address to listen on: 127.0.0.1 for one machine; an address of this "
+                   "host (or 0.0.0.0 for all) for farms on other machines, which then "
+                   "connect to mqtt://farm-ID@ADDRESS:PORT (accounts and ACL apply).")
 @click.option("--backend", type=click.Choice(["auto", "mosquitto", "amqtt"]), default="auto",
               show_default=True,
               help="mosquitto subprocess (auto when the binary exists) or amqtt in-process.")
@@ -83,10 +93,10 @@ _FARM_OPTION = click.option(
 @click.option("--bridge-password-file", type=click.Path(dir_okay=False, path_type=Path),
               default=None, help="The central account's password, for --bridge-to.")
 @click.pass_context
-def broker(ctx: click.Context, port: int, backend: str, farms: tuple[str, ...],
+def broker(ctx: click.Context, port: int, host: str, backend: str, farms: tuple[str, ...],
            accounts_dir: Path | None, allow_anonymous: bool, bridge_url: str | None,
            bridge_password_file: Path | None) -> None:
-    """Run an embedded MQTT broker on 127.0.0.1 for farms and learners.
+    """Run an embedded MQTT broker for farms and learners (on 127.0.0.1 unless --host).
 
     Anonymous clients are refused. Each part has an account whose password is in
     ACCOUNTS/USER.password (0600): `learner`, `farm-ID` for every --farm, `operator`
@@ -102,8 +112,16 @@ def broker(ctx: click.Context, port: int, backend: str, farms: tuple[str, ...],
     bridge = _bridge(bridge_url, bridge_password_file, farms or ("farm",), backend)
     if backend == "mosquitto" and not find_mosquitto():
         raise click.ClickException("mosquitto not found; install it or use --backend amqtt")
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        raise click.BadParameter(f"{host!r} is not an IP address", param_hint="--host") \
+            from None
+    if allow_anonymous and not ip.is_loopback:
+        raise click.UsageError("--allow-anonymous only on a loopback --host: anyone who "
+                               "reaches the port could command devices")
     if port:
-        _port_free_or_exit(port)
+        _port_free_or_exit(port, host)
     accounts = None if allow_anonymous else _accounts(
         farms, accounts_dir or default_accounts_dir())
 
@@ -112,7 +130,7 @@ def broker(ctx: click.Context, port: int, backend: str, farms: tuple[str, ...],
         stop = asyncio.Event()
         for sig in _STOP_SIGNALS:
             loop.add_signal_handler(sig, stop.set)
-        b = EmbeddedBroker(port=port or None,
+        b = EmbeddedBroker(port=port or None, host=host,
                            backend="mosquitto" if backend == "mosquitto" else
                            "amqtt" if backend == "amqtt" else "auto", accounts=accounts,
                            bridge=bridge)

@@ -71,6 +71,7 @@ from farm.transport import Backoff, SeenIds, TrajectorySubscriber
 
 if TYPE_CHECKING:
     from distrl_sdk.learn.api import TrainablePolicy, Trainer
+    from farm.learner.parallel import WorkerGroup
 
 __all__ = ["CheckpointError", "LearnerConfig", "LearnerService", "PolicyBuilder",
            "TrainerFactory"]
@@ -175,6 +176,11 @@ class LearnerConfig(BaseModel):
                           description="Train loop wait for new data when not ready.")
     torch_threads: int | None = Field(None, ge=1,
                                       description="torch intra-op threads (None: default).")
+    nproc: int = Field(1, ge=1, le=64,
+                       description="Processes that share each update (torch.distributed: "
+                                   "gloo on CPU, NCCL on GPU): this one keeps ingest, "
+                                   "replay and publishing, the others take shards of the "
+                                   "policy passes; gradients are all-reduced. A-RIDE only.")
     max_updates_per_episode: float | None = Field(
         None, gt=0, description="Replay-ratio cap: at most this many updates per episode "
                                 "received (None: train whenever ready). On a small machine an "
@@ -427,6 +433,9 @@ class LearnerService:
         self.demo_steps = 0  # demonstration steps kept for the anchor (config.demos)
         self.stats = LearnerStats(window=config.success_window)
         self.received = 0  # valid, new training trajectories (learnable or not)
+        # the same, by farm, since this process started (published as received/<farm>):
+        # with many farms it shows which ones are delivering
+        self.received_by_farm: Counter[str] = Counter()
         # held-out evaluation episodes: scored per policy version, never handed to the
         # trainer nor journaled for replay (their counts are eval/received, eval/rounds)
         self.eval = EvalAggregator()
@@ -474,6 +483,7 @@ class LearnerService:
         self._published_blobs: list[PublishedBlob] = []
         self._train_task: asyncio.Task[None] | None = None
         self._snapshot_version = -1
+        self._workers: WorkerGroup | None = None  # --nproc > 1: the data-parallel ranks
 
     # -- helpers ----------------------------------------------------------------------------
     async def _on_trainer(self, fn: Callable[..., T], *args: Any) -> T:
@@ -741,6 +751,7 @@ class LearnerService:
         line = self._journal.append(msg.id, ep, reason)
         self._remember(msg.id, msg.ended_at)
         self.received += 1
+        self.received_by_farm[msg.farm_id] += 1
         if ep is None:
             self.unlearnable[reason or "unknown"] += 1
         else:
@@ -838,6 +849,7 @@ class LearnerService:
                                               if k != "duplicate"))
             out.update({f"rejected/{k}": float(v) for k, v in sub.rejects.items()})
         out.update({f"unlearnable/{k}": float(v) for k, v in self.unlearnable.items()})
+        out.update({f"received/{k}": float(v) for k, v in self.received_by_farm.items()})
         out.update({f"refused/{k}": float(v) for k, v in self.refused.items()})
         out.update(self.eval.scalars())
         return out
@@ -938,6 +950,14 @@ class LearnerService:
             self._release()
             raise
         assert self.trainer is not None
+        if cfg.nproc > 1:
+            from farm.learner.parallel import start_workers
+
+            try:
+                self._workers = await self._on_trainer(start_workers, self.trainer, cfg)
+            except BaseException:
+                self._release()
+                raise
         set_horizon = getattr(self.trainer, "set_horizon", None)
         if duration_s is not None and set_horizon is not None \
                 and getattr(self.trainer, "horizon_seconds", None) is None:
@@ -1008,9 +1028,13 @@ class LearnerService:
             self._release()
 
     def _release(self) -> None:
-        """Close the journal and the scalar log, and end the trainer's worker thread."""
+        """Close the journal and the scalar log, stop the data-parallel workers (from the
+        trainer thread, which leads them) and end that thread."""
         self._journal.close()
         self._scalars.close()
+        if self._workers is not None:
+            self._exec.submit(self._workers.stop)
+            self._workers = None
         self._exec.shutdown(wait=True)
 
     def summary(self) -> dict[str, Any]:

@@ -18,7 +18,7 @@ TESTED_METRICS: frozenset[str] = frozenset({
     # farm.learner.service.LearnerService.metrics
     "version", "published_version", "updates", "received", "episodes", "replay_size",
     "duplicates", "rejected_total", "checkpoints", "checkpoint_errors",
-    "train/*", "rejected/*", "unlearnable/*", "refused/*",
+    "train/*", "rejected/*", "unlearnable/*", "refused/*", "received/*",
     # farm.evaluate (held-out evaluation, the headline once present)
     "eval/received", "eval/rounds", "eval/success_rate", "eval/ci_low", "eval/ci_high",
     "eval/episodes", "eval/policy_version", "eval/task/*",
