@@ -78,6 +78,7 @@ from distrl_sdk.errors import ConfigError
 from distrl_sdk.learn.api import EpisodeRecord, StepRecord, TrainablePolicy, has_training_mode
 from distrl_sdk.learn.critics import StepCritic, TrajectoryCritic
 from distrl_sdk.learn.microbatch import accumulate_gradients, evaluate_detached
+from distrl_sdk.learn.parallel import DataParallel
 from distrl_sdk.learn.replay import LagMode, PrioritizedReplay
 from distrl_sdk.learn.state import ActorCriticState
 
@@ -326,6 +327,9 @@ class ARIDETrainer(ActorCriticState):
         # cumulative seconds: whole updates, and the A-RIDE-specific parts inside them
         self.timings = {"update": 0.0, "retrace": 0.0, "priority": 0.0, "refresh": 0.0}
         self._init_demos(cfg.seed)
+        # a data-parallel group this trainer leads (distrl_sdk.learn.parallel): the policy
+        # passes are sharded over its ranks; None = this process alone
+        self.parallel: DataParallel | None = None
 
     # -- Trainer protocol: data in --------------------------------------------
     def add_episode(self, episode: EpisodeRecord) -> bool:
@@ -394,7 +398,11 @@ class ARIDETrainer(ActorCriticState):
 
         # 2. re-evaluate the recorded steps under the current policy; critics read features
         dropout = cfg.actor_dropout and has_training_mode(self.policy)
-        if cfg.micro_batch is not None:
+        sliced = cfg.micro_batch is not None or self.parallel is not None
+        if self.parallel is not None:
+            out = exact = self.parallel.evaluate_detached(self.policy, batch.steps,
+                                                          cfg.micro_batch)
+        elif cfg.micro_batch is not None:
             out = evaluate_detached(self.policy, batch.steps, cfg.micro_batch)
             exact = out
         elif dropout:
@@ -441,7 +449,7 @@ class ARIDETrainer(ActorCriticState):
         keep, threshold = self._traj_filter(batch)
         beta_h = self.entropy_coef()
         demo_nll = self._demo_nll()
-        if cfg.micro_batch is None:
+        if not sliced:
             pg = -(w * keep[:, None] * rho_bar * adv * log_pi).sum() / n_steps
             ent = (w * entropy).sum() / n_steps
             penalty = (w * rho_bar * batch.invalid * log_pi).sum() / n_steps
@@ -456,10 +464,14 @@ class ARIDETrainer(ActorCriticState):
                         + cfg.invalid_penalty * w * rho_bar * batch.invalid) / n_steps
                 c_h = -beta_h * w / n_steps
             self.actor_opt.zero_grad(set_to_none=True)
-            with self._actor_training():
-                res = accumulate_gradients(self.policy, batch.steps,
-                                           c_lp[batch.b_idx, batch.t_idx],
-                                           c_h[batch.b_idx, batch.t_idx], cfg.micro_batch)
+            a, b = c_lp[batch.b_idx, batch.t_idx], c_h[batch.b_idx, batch.t_idx]
+            if self.parallel is not None:
+                res = self.parallel.accumulate(self.policy, batch.steps, a, b,
+                                               cfg.micro_batch, dropout)
+            else:
+                with self._actor_training():
+                    res = accumulate_gradients(self.policy, batch.steps, a, b,
+                                               cfg.micro_batch)
             actor_loss = torch.tensor(res.loss)
             finite = res.finite
             if demo_nll is not None:  # its gradient adds to the accumulated one
@@ -468,7 +480,7 @@ class ARIDETrainer(ActorCriticState):
                     (cfg.demo_coef * demo_nll).backward()  # type: ignore[no-untyped-call]
                     actor_loss = actor_loss + cfg.demo_coef * demo_nll.detach()
             changed = self._step_accumulated(self.actor_opt, finite,
-                                             self.policy.trainable_parameters())
+                                             self.policy.trainable_parameters(), reduce=True)
         mean_entropy = float((batch.pad(exact.entropy).detach() * batch.mask).sum() / n_steps)
         if cfg.entropy_target is not None:  # the floor: integrate the entropy shortfall
             self.entropy_boost = min(max(0.0, self.entropy_boost + cfg.entropy_coef_lr

@@ -164,9 +164,16 @@ class ActorCriticState:
         loss.backward()  # type: ignore[no-untyped-call]
         return self._step_accumulated(opt, True, params)
 
-    def _step_accumulated(self, opt: torch.optim.Optimizer, finite: bool, params: Any) -> bool:
+    def _step_accumulated(self, opt: torch.optim.Optimizer, finite: bool, params: Any,
+                          *, reduce: bool = False) -> bool:
         """The clipped step once ``.grad`` is filled (by :meth:`_step`, or by
-        ``microbatch.accumulate_gradients``, whose ``finite`` says whether every slice was)."""
+        ``microbatch.accumulate_gradients``, whose ``finite`` says whether every slice was).
+        ``reduce``: first sum the gradients over a data-parallel group's ranks (the actor's
+        step, when ``self.parallel`` is set; every rank then steps alike)."""
+        parallel = getattr(self, "parallel", None)
+        if reduce and parallel is not None:
+            params = list(params)
+            finite = parallel.all_reduce_gradients(params, finite)
         if not finite:
             return self._skip(opt)
         norm = torch.nn.utils.clip_grad_norm_(list(params), self.config.max_grad_norm)

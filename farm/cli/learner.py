@@ -112,6 +112,10 @@ def load_learner_config(path: Path | None, overrides: dict[str, Any]) -> Any:
                                   "update also clones its train split's actions.")
 @click.option("--demo-coef", type=click.FloatRange(0), default=None,
               help="Weight of the demonstration anchor [default: 0.5 with --demos].")
+@click.option("--nproc", type=click.IntRange(1, 64), default=None,
+              help="Processes sharing each update (torch.distributed; gloo on CPU, NCCL "
+                   "on GPU) [default: 1]. This one keeps ingest, replay and publishing. "
+                   "A-RIDE only.")
 @click.option("--duration", type=click.FloatRange(0, min_open=True), default=None,
               help="Stop after this many seconds (default: until Ctrl-C).")
 @click.option("--progress-every", type=click.FloatRange(0.1), default=5.0, show_default=True,
@@ -123,7 +127,8 @@ def learner(config_path: Path | None, broker_url: str | None, password_file: Pat
             algo: str | None, policy_kind: str | None, init_policy: Path | None,
             signing_key: Path | None, farm_keys: tuple[Path, ...],
             farm_key_for: tuple[tuple[str, Path], ...],
-            demos: tuple[Path, ...], demo_coef: float | None, duration: float | None,
+            demos: tuple[Path, ...], demo_coef: float | None, nproc: int | None,
+            duration: float | None,
             progress_every: float, as_json: bool, verbose: bool) -> None:
     """Learn from the farms' trajectories (dedupe, replay, A-RIDE updates), publish
     policy versions, checkpoint and resume. Ctrl-C stops cleanly (final checkpoint)."""
@@ -137,7 +142,7 @@ def learner(config_path: Path | None, broker_url: str | None, password_file: Pat
             "policy_kind": policy_kind, "metrics_every_s": progress_every,
             "init_policy": init_policy, "demos": list(demos) or None,
             "signing_key": signing_key, "farm_keys": list(farm_keys) or None,
-            "farm_key_for": _bound_keys(farm_key_for) or None})
+            "farm_key_for": _bound_keys(farm_key_for) or None, "nproc": nproc})
         if demo_coef is not None:
             cfg.algo_config = {**cfg.algo_config, "demo_coef": demo_coef}
         # --password-file replaces a password in the URL; $DISTRL_BROKER_PASSWORD fills one in

@@ -177,6 +177,35 @@ async def test_learns_publishes_and_a_farm_hot_swaps(broker: EmbeddedBroker,
     assert len(ckpts) == 1 and (ckpts[0] / "policy" / "policy.safetensors").is_file()
 
 
+@pytest.mark.slow
+async def test_a_two_process_learner_learns_and_its_worker_follows(broker: EmbeddedBroker,
+                                                                   tmp_path: Path) -> None:
+    """`distrl learner --nproc 2`: a spawned worker rank takes half of every update's
+    policy passes; the learner trains, publishes and checkpoints as alone, the worker's
+    parameters stay the leader's (it would otherwise diverge at once), and it is gone
+    when the learner stops."""
+    import psutil
+
+    svc = LearnerService(config(broker, tmp_path / "run", nproc=2))
+    task = await start(svc)
+    assert svc._workers is not None
+    worker = svc._workers.procs[0]
+    assert worker.is_alive() and svc.trainer.parallel is not None  # type: ignore[union-attr]
+    async with farm(broker, tmp_path / "spool") as pub:
+        for i in range(8):
+            await pub.publish(make_traj(i))
+        assert await pub.wait_acked(30)
+        await until(lambda: svc.updates >= 3)
+    svc.stop()
+    summary = await asyncio.wait_for(task, 60)
+    assert summary["updates"] >= 3 and summary["published_version"] == summary["version"] >= 1
+    assert summary["received"] == summary["episodes"] == 8
+    worker.join(10)
+    assert not worker.is_alive() and worker.exitcode == 0
+    assert not [c for c in psutil.Process().children(recursive=True)
+                if "rank" in " ".join(c.cmdline())]
+
+
 async def test_restart_resumes_replay_version_and_dedupe(broker: EmbeddedBroker,
                                                          tmp_path: Path) -> None:
     cfg = config(broker, tmp_path / "run", checkpoint_every_s=0.5, keep_checkpoints=2)
