@@ -52,8 +52,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import ROOT, phones_in_child
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench._common import ROOT, phones_in_child
 from distrl_sdk.learn.api import Trainer
 from distrl_sdk.learn.aride import ARIDEConfig
 from distrl_sdk.policies import load_policy, save_policy
@@ -65,9 +65,12 @@ from farm.device.lifecycle import DeviceState, LifecycleConfig
 from farm.device.registry import DeviceRegistry
 from farm.learner import LocalLearner, LocalLearnerConfig
 from farm.learner.local import EvalPoint
-from farm.learner.service import DEMO_COEF
+from farm.learner.service import DEMO_COEF, KIND_ALGO_DEFAULTS
 from farm.sim.adbhost import PrivateAdbServer, bundled_adb
 
+#: the RL arms' trainer settings are `distrl learner`'s own for the UI-tree policy, so a
+#: learner started by hand (and the demo) trains as the measured arms do
+LEARNER = KIND_ALGO_DEFAULTS["uitree"]["aride"]
 LIFECYCLE = LifecycleConfig(heartbeat_s=10, reaper_s=30, probe_timeout_s=10, boot_poll_s=0.2,
                             backoff_min_s=0.2)
 ARMS: dict[str, tuple[str | None, Mode | None, bool]] = {
@@ -455,9 +458,9 @@ def main() -> None:
     ap.add_argument("--final-episodes", type=int, default=5,
                     help="per task, for the final policy's held-out figure")
     ap.add_argument("--eval-seed", type=int, default=0, help="which test instances")
-    ap.add_argument("--actor-lr", type=float, default=3e-4)
-    ap.add_argument("--critic-lr", type=float, default=1e-3)
-    ap.add_argument("--entropy", type=float, default=0.01, help="β")
+    ap.add_argument("--actor-lr", type=float, default=LEARNER["actor_lr"])
+    ap.add_argument("--critic-lr", type=float, default=LEARNER["critic_lr"])
+    ap.add_argument("--entropy", type=float, default=LEARNER["entropy_coef"], help="β")
     ap.add_argument("--entropy-target", type=lambda v: None if v == "none" else float(v),
                     default=ARIDEConfig.entropy_target,
                     help="H*, nats per step: β rises while the policy's entropy is below "
@@ -466,7 +469,8 @@ def main() -> None:
                     help="the SFT arms' demonstration anchor: weight of −log π of the "
                          "demonstrated actions in every actor update (0 = off; without "
                          "it online RL unlearns long tasks SFT solved)")
-    ap.add_argument("--actor-dropout", action=argparse.BooleanOptionalAction, default=True,
+    ap.add_argument("--actor-dropout", action=argparse.BooleanOptionalAction,
+                    default=LEARNER["actor_dropout"],
                     help="RL's actor passes with the policy's token dropout (every RL arm)")
     ap.add_argument("--aride-filter", type=float, default=ARIDEConfig.traj_filter_quantile,
                     help="A-RIDE's trajectory filter: the actor trains on episodes above "

@@ -472,12 +472,17 @@ def test_the_ui_tree_policy_gets_the_measured_trainer_settings_by_default() -> N
 
     ui = build_policy("uitree", {"seed": 0})
     t = default_trainer(ui, LearnerConfig())
-    assert (t.config.actor_lr, t.config.entropy_coef, t.config.max_policy_lag) == \
-        (1e-3, 0.01, 1000)
+    assert (t.config.actor_lr, t.config.entropy_coef, t.config.max_policy_lag,
+            t.config.actor_dropout) == (3e-4, 0.01, 1000, True)
     t = default_trainer(ui, LearnerConfig(algo_config={"actor_lr": 5e-4}))
     assert t.config.actor_lr == 5e-4 and t.config.critic_lr == 1e-3
     t = default_trainer(ui, LearnerConfig(algorithm="digirl"))
-    assert t.config.actor_lr == 1e-3
+    assert t.config.actor_lr == 3e-4 and t.config.actor_dropout
+    # the benchmark's RL arms read the same settings (its figures are the defaults')
+    from bench.training_efficiency import LEARNER
+    from farm.learner.service import KIND_ALGO_DEFAULTS
+
+    assert LEARNER is KIND_ALGO_DEFAULTS["uitree"]["aride"]
     assert "algo_config" not in learner_toml() and "lr" not in learner_toml()
     assert LearnerConfig().publish_every == 5
     from farm.learner.service import effective_algo_config
