@@ -181,3 +181,20 @@ class FakeWorld:
 
     def show_anr(self) -> None:
         self.calls.append(("anr",))
+
+    shade_open = False
+    posted: tuple[tuple[str, str, str, str | None], ...] = ()
+
+    def post_notification(self, package: str, title: str, text: str,
+                          tag: str | None = None) -> object:
+        self.posted = (*self.posted, (package, title, text, tag))
+        return self.posted[-1]
+
+    def notification_dump(self, redact: bool = True) -> str:
+        return f"Current Notification Manager state:\n  posted={len(self.posted)}\n"
+
+    def expand_shade(self) -> None:
+        self.shade_open = True
+
+    def collapse_shade(self) -> None:
+        self.shade_open = False

@@ -1,5 +1,6 @@
 """Bad input never crashes a phone: the toybox subset, implicit intents, resolve-activity,
-the new dumpsys sections and the socket/reverse services, fed by hypothesis.
+the new dumpsys sections, the shade's commands and the socket/reverse services, fed by
+hypothesis.
 
 "Crash" means a command fell through to the shell's last line of defence (an
 exception logged by ``farm.sim.shell``) or the protocol layer's, or hung. A command
@@ -36,7 +37,9 @@ COMMANDS = ["sed", "awk", "find", "ps", "pidof", "md5sum", "stat", "df", "top", 
             "input motionevent DOWN", "input motionevent UP",
             "content insert --uri content://settings/secure --bind",
             "content update --uri content://settings/global --bind value:s:1 --where",
-            "content query --uri content://settings/system --where"]
+            "content query --uri content://settings/system --where",
+            "cmd statusbar", "cmd statusbar expand-notifications", "cmd notification post",
+            "cmd notification post -t", "dumpsys notification", "dumpsys window windows"]
 TOKENS = st.one_of(
     st.sampled_from(["-n", "-e", "-E", "-i", "-F", "-v", "-d", "-f", "-c", "-s", "-o", "-A",
                      "-p", "-l", "-9", "-x", "-0", "-I", "{}", "-a", "-t", "--brief",
@@ -54,7 +57,8 @@ TOKENS = st.one_of(
                      "DROP TABLE data", "type=1", "'x", "SELECT 1;SELECT 2", "113",
                      "KEYCODE_CTRL_LEFT", "29", "67", "DOWN", "MOVE", "UP", "CANCEL", "540",
                      "1e9", "-5", "nan", "name:s:x", "value:i:z", "value:b:true",
-                     "name:n:", "x:q:1", "name='wifi_on'", "--bind"]),
+                     "name:n:", "x:q:1", "name='wifi_on'", "--bind", "expand-settings",
+                     "collapse", "--noredact", "--title", "-S", "bigtext"]),
     st.text(alphabet=st.characters(codec="utf-8", max_codepoint=0x2FF),
             max_size=12),
 )

@@ -1,4 +1,5 @@
-"""System UI windows: status bar, 3-button navigation bar and the ANR dialog.
+"""System UI windows: status bar, 3-button navigation bar, the ANR dialog and the
+notification shade (Quick Settings tiles and posted notifications).
 
 They are separate window roots in the dump (package com.android.systemui / android),
 with SystemUI's resource-ids, drawn over the app like on a phone.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from farm.sim.world import widgets as w
 from farm.sim.world.views import Paint, View
@@ -114,3 +116,97 @@ def anr_dialog(ctx: w.Ctx, app_label: str, on_close: Callable[[], None],
         return views, 2 * item_h
 
     return w.dialog(ctx, f"{app_label} isn't responding", body, [], package="android")
+
+
+@dataclass(frozen=True)
+class QuickTile:
+    """A Quick Settings tile: label, glyph, and whether it is on."""
+
+    label: str
+    icon: str
+    on: bool
+    on_click: Callable[[], None]
+
+
+@dataclass(frozen=True)
+class ShadeItem:
+    """A notification as the shade shows it."""
+
+    app_label: str
+    title: str
+    text: str
+    on_click: Callable[[], None]
+
+
+def notification_shade(ctx: w.Ctx, wall: float, tiles: list[QuickTile],
+                       items: list[ShadeItem], on_clear_all: Callable[[], None]) -> View:
+    """The pulled-down shade (window NotificationShade): clock and date, two columns of
+    Quick Settings tiles, then the notifications newest first (as many as fit) and
+    "Clear all". Over the app and the status bar; the navigation bar stays on top."""
+    h = ctx.height - nav_bar_height(ctx.density)
+    root = View(cls=w.FRAME, bounds=(0, 0, ctx.width, h), package=SYSTEMUI,
+                rid=f"{SYSTEMUI}:id/notification_panel", paint=Paint("fill", bg="drawer"))
+    pad, gap = ctx.dp(16), ctx.dp(8)
+    y = status_bar_height(ctx.density) + ctx.dp(8)
+    t = time.localtime(wall)
+    root.add(w.text(ctx, pad, y, ctx.width // 2, clock_text(wall), 28,
+                    rid=f"{SYSTEMUI}:id/clock"))
+    date = time.strftime("%a, %b ", t) + str(t.tm_mday)
+    root.add(w.text(ctx, pad, y + ctx.line(28), ctx.width // 2, date, 14, "on_surface_var",
+                    rid=f"{SYSTEMUI}:id/date"))
+    y += ctx.line(28) + ctx.line(14) + ctx.dp(16)
+    qs = View(cls=w.VIEW_GROUP, bounds=(0, y, ctx.width, y),
+              rid=f"{SYSTEMUI}:id/quick_settings_panel")
+    root.add(qs)
+    tw, th = (ctx.width - 2 * pad - gap) // 2, ctx.dp(64)
+    for i, tile in enumerate(tiles):
+        x0 = pad + (i % 2) * (tw + gap)
+        y0 = y + (i // 2) * (th + gap)
+        box = View(cls=w.SWITCH, bounds=(x0, y0, x0 + tw, y0 + th), desc=tile.label,
+                   clickable=True, focusable=True, checkable=True, checked=tile.on,
+                   on_click=tile.on_click, rid=f"{SYSTEMUI}:id/tile",
+                   paint=Paint("card", bg="primary" if tile.on else "surface_var", radius=20))
+        ink = "on_primary" if tile.on else "on_surface"
+        box.add(w.icon(ctx, x0 + ctx.dp(16), y0 + (th - ctx.dp(24)) // 2, 24, tile.icon, ink,
+                       rid=f"{SYSTEMUI}:id/icon"))
+        lx = x0 + ctx.dp(52)
+        box.add(w.text(ctx, lx, y0 + ctx.dp(12), tw - ctx.dp(60), tile.label, 14, ink,
+                       rid=f"{SYSTEMUI}:id/tile_label", bold=True))
+        box.add(w.text(ctx, lx, y0 + ctx.dp(12) + ctx.line(14), tw - ctx.dp(60),
+                       "On" if tile.on else "Off", 12, ink, rid=f"{SYSTEMUI}:id/secondary_label"))
+        qs.add(box)
+    rows = (len(tiles) + 1) // 2
+    y += rows * (th + gap)
+    qs.bounds = (0, qs.bounds[1], ctx.width, y)
+    y += ctx.dp(8)
+    stack = View(cls=w.VIEW_GROUP, bounds=(0, y, ctx.width, h),
+                 rid=f"{SYSTEMUI}:id/notification_stack_scroller")
+    root.add(stack)
+    if not items:
+        stack.add(w.text(ctx, pad, y + ctx.dp(24), ctx.width - 2 * pad, "No notifications",
+                         16, "on_surface_var", align="center",
+                         rid=f"{SYSTEMUI}:id/no_notifications"))
+        return root
+    ch = ctx.dp(88)
+    clear_h = ctx.dp(40)
+    for item in items:
+        if y + ch + gap + clear_h > h:
+            break  # the rest are below the fold (the real shade scrolls)
+        card = View(cls=w.FRAME, bounds=(pad, y, ctx.width - pad, y + ch), clickable=True,
+                    focusable=True, on_click=item.on_click,
+                    rid=f"{SYSTEMUI}:id/expandableNotificationRow",
+                    paint=Paint("card", bg="bg", radius=16))
+        ix, iw = pad + ctx.dp(16), ctx.width - 2 * pad - ctx.dp(32)
+        cy = y + ctx.dp(12)
+        card.add(w.text(ctx, ix, cy, iw, item.app_label, 12, "on_surface_var",
+                        rid="android:id/app_name_text"))
+        cy += ctx.line(12) + ctx.dp(2)
+        card.add(w.text(ctx, ix, cy, iw, item.title, 15, rid="android:id/title", bold=True))
+        cy += ctx.line(15)
+        card.add(w.text(ctx, ix, cy, iw, item.text, 14, "on_surface_var", rid="android:id/text"))
+        stack.add(card)
+        y += ch + gap
+    bw = ctx.text_w("Clear all", 14) + ctx.dp(32)
+    stack.add(w.button(ctx, (ctx.width - pad - bw, y, ctx.width - pad, y + clear_h),
+                       "Clear all", rid=f"{SYSTEMUI}:id/clear_all", on_click=on_clear_all))
+    return root

@@ -35,6 +35,8 @@ from farm.sim.world.apps.dialer import Dialer
 from farm.sim.world.apps.launcher import ACTIVITY as HOME_ACTIVITY
 from farm.sim.world.apps.launcher import PKG as HOME_PKG
 from farm.sim.world.apps.userapp import make_user_app
+from farm.sim.world.notifications import Notification, Notifications
+from farm.sim.world.notifications import dump as notification_dump
 from farm.sim.world.render import Renderer
 from farm.sim.world.settings_store import SettingsStore, default_settings
 from farm.sim.world.views import (
@@ -99,6 +101,8 @@ class World:
         self._ime = False
         self._shift = False
         self._anr: tuple[str, str] | None = None  # (package, activity) of the ANR dialog
+        self.notifications = Notifications()
+        self.shade_open = False  # the notification shade is pulled down
 
         self._renderer = Renderer(self.width, self.height, self.density)
         self._version = 0
@@ -109,6 +113,7 @@ class World:
         self._kb_rect: Rect | None = None
         self._dialog_window: View | None = None
         self._anr_window: View | None = None
+        self._shade_window: View | None = None
         self._frame: bytes | None = None
         self._png: bytes | None = None
         self._xml: str | None = None
@@ -187,6 +192,9 @@ class World:
                 elif node.on_drag is not None:
                     node.on_drag(x, y)
                 return
+            if win is self._shade_window and not self._on_nav_bar(y):
+                self.collapse_shade()  # a tap on the shade's empty space closes it
+                return
             if win is self._dialog_window and not self._on_nav_bar(y):
                 # outside a dialog but not on the nav bar: tapping outside cancels it
                 top = self.stack.top()
@@ -206,6 +214,15 @@ class World:
             return
         self._ensure()
         self._touch()
+        if self._anr_window is None:
+            pull = 4 * slop  # SystemUI's touch slop for the shade, roughly
+            if not self.shade_open and y1 <= systemui.status_bar_height(self.density) \
+                    and y2 - y1 >= pull:
+                self.expand_shade()
+                return
+            if self.shade_open and y1 - y2 >= pull and not self._on_nav_bar(y1):
+                self.collapse_shade()
+                return
         windows = ([self._anr_window] if self._anr_window is not None
                    else list(reversed(self._windows)))
         for win in windows:
@@ -278,6 +295,10 @@ class World:
             return
         if not self.screen_on:
             return
+        if self.shade_open and keycode in (3, 4, 187):  # HOME, BACK, APP_SWITCH close it
+            self.collapse_shade()
+            if keycode == 4:
+                return
         if keycode == 6:  # ENDCALL
             dialer = self._apps.get(DIALER_PKG)
             if isinstance(dialer, Dialer):
@@ -508,6 +529,12 @@ class World:
             ctx, self._wall(), self.battery_level(), b.status in (2, 5),
             st.get_bool("global", "wifi_on"), st.get_bool("global", "airplane_mode_on"),
             st.get_bool("system", "status_bar_show_battery_percent"), fg))
+        self._shade_window = None
+        if self.shade_open:
+            self._shade_window = systemui.notification_shade(
+                w.Ctx(self.width, self.height, self.density, ctx.content), self._wall(),
+                self._quick_tiles(), self._shade_items(), self._clear_notifications)
+            windows.append(self._shade_window)
         nav_bg = "kb_bg" if self._ime else ("" if is_home else "nav_bg")
         windows.append(systemui.nav_bar(ctx, "on_wallpaper" if is_home else "on_surface_var",
                                         nav_bg, self.back, self.go_home,
@@ -522,6 +549,69 @@ class World:
         for win in windows:
             finalize(win, win.package or act.package, screen)
         return windows
+
+    # ── notifications and the shade ──────────────────────────────────────────────────
+    def post_notification(self, package: str, title: str, text: str,
+                          tag: str | None = None) -> Notification:
+        """Post as ``package`` (its uid; com.android.shell is 2000, as on a phone)."""
+        uid = 2000 if package == "com.android.shell" else self._uid(package)
+        n = self.notifications.post(package, title, text, uid=uid, tag=tag,
+                                    when_ms=int(self._wall() * 1000))
+        self._touch()
+        return n
+
+    def cancel_notification(self, key: str) -> bool:
+        gone = self.notifications.cancel(key)
+        self._touch()
+        return gone
+
+    def notification_dump(self, redact: bool = True) -> str:
+        return notification_dump(self.notifications.items, redact=redact)
+
+    def expand_shade(self) -> None:
+        if self.screen_on and self._anr is None:
+            self.shade_open = True
+            self._ime = False
+            self._touch()
+
+    def collapse_shade(self) -> None:
+        self.shade_open = False
+        self._touch()
+
+    def _quick_tiles(self) -> list[systemui.QuickTile]:
+        st = self.store
+
+        def flip(ns: str, key: str, on: str = "1", off: str = "0") -> Callable[[], None]:
+            def do() -> None:
+                self.settings.put(ns, key, off if st.get(ns, key) == on else on)
+                self._touch()
+            return do
+
+        return [systemui.QuickTile(label, glyph, st.get(ns, key) == on, flip(ns, key, on, off))
+                for label, glyph, ns, key, on, off in (
+                    ("Internet", "wifi", "global", "wifi_on", "1", "0"),
+                    ("Bluetooth", "devices", "global", "bluetooth_on", "1", "0"),
+                    ("Airplane mode", "airplane", "global", "airplane_mode_on", "1", "0"),
+                    ("Do Not Disturb", "sound", "global", "zen_mode", "1", "0"),
+                    ("Dark theme", "display", "secure", "ui_night_mode", "2", "1"),
+                    ("Battery Saver", "battery", "global", "low_power", "1", "0"))]
+
+    def _shade_items(self) -> list[systemui.ShadeItem]:
+        def open_it(n: Notification) -> Callable[[], None]:
+            def do() -> None:  # the content intent: its app comes to the front
+                self.notifications.cancel(n.key)
+                self.collapse_shade()
+                self.launch_package(n.package)
+            return do
+
+        labels = {"com.android.shell": "Shell", **{p.name: p.label for p in self.packages()}}
+        return [systemui.ShadeItem(labels.get(n.package, n.package), n.title, n.text,
+                                   open_it(n))
+                for n in self.notifications.newest_first()]
+
+    def _clear_notifications(self) -> None:
+        self.notifications.clear_all()
+        self.collapse_shade()
 
     # ── activity manager ─────────────────────────────────────────────────────────────
     def current_focus(self) -> tuple[str, str] | None:

@@ -39,6 +39,10 @@ async def cmd(p: Proc) -> int:
         return code
     if service == "wifi":
         return _wifi(p, rest)
+    if service == "statusbar":
+        return _statusbar(p, rest)
+    if service == "notification" and rest[:1] == ["post"]:
+        return _post_notification(p, rest[1:])
     if service not in _ALIASES:
         p.error(f"cmd: Can't find service: {service}\n")
         return 20
@@ -58,4 +62,49 @@ def _wifi(p: Proc, args: list[str]) -> int:
     if args[:1] == ["set-wifi-enabled"] and len(args) > 1:
         settings.put("global", "wifi_on", "1" if args[1] == "enabled" else "0")
         return 0
+    return 0
+
+
+def _statusbar(p: Proc, args: list[str]) -> int:
+    """StatusBarShellCommand: pull the shade down (notifications or Quick Settings) or up."""
+    world = p.phone.world
+    op = args[0] if args else ""
+    if op in ("expand-notifications", "expand-settings"):
+        world.expand_shade()
+    elif op == "collapse":
+        world.collapse_shade()
+    elif op in ("", "help", "-h"):
+        p.write("Status bar commands:\n  help\n    Print this help text.\n\n"
+                "  expand-notifications\n    Open the notifications panel.\n\n"
+                "  expand-settings\n    Open the notifications panel and expand quick "
+                "settings if present.\n\n  collapse\n    Collapse the notifications and "
+                "settings panel.\n")
+    return 0  # the other subcommands (click-tile, icon, …) are accepted
+
+
+_POST_USAGE = "usage: cmd notification post [flags] <tag> <text>\n"
+
+
+def _post_notification(p: Proc, args: list[str]) -> int:
+    """``cmd notification post [-t TITLE] TAG TEXT``: posted as com.android.shell."""
+    title = ""
+    rest: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-t", "--title") and i + 1 < len(args):
+            title, i = args[i + 1], i + 2
+        elif a in ("-S", "--style", "-c", "--content-intent", "-I", "--large-icon",
+                   "-i", "--icon") and i + 1 < len(args):
+            i += 2  # flags with a value this model does not draw
+        elif a.startswith("-") and a not in ("-", "--"):
+            i += 1  # -v verbose, -b/--big, -h…
+        else:
+            rest.append(a)
+            i += 1
+    if len(rest) < 2:
+        p.error(_POST_USAGE)
+        return 255
+    tag, text = rest[0], " ".join(rest[1:])
+    p.phone.world.post_notification("com.android.shell", title or tag, text, tag=tag)
     return 0

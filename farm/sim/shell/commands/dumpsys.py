@@ -94,7 +94,12 @@ def _focus_lines(phone: Phone) -> list[str]:
     world = phone.world
     focus = world.current_focus()
     stack = world.activity_stack()
-    lines = [f"  mCurrentFocus={window_name(*focus) if focus else 'null'}"]
+    if world.shade_open:  # the pulled-down shade has the input focus
+        shade = f"Window{{{ident_hash('win', 'com.android.systemui', 'NotificationShade')} u0 " \
+                "NotificationShade}"
+        lines = [f"  mCurrentFocus={shade}"]
+    else:
+        lines = [f"  mCurrentFocus={window_name(*focus) if focus else 'null'}"]
     lines.append(f"  mFocusedApp={activity_record(stack[0]) if stack else 'null'}")
     return lines
 
@@ -141,6 +146,8 @@ def _window_windows(phone: Phone) -> list[str]:
         n += 1
 
     win("StatusBar", "com.android.systemui", "STATUS_BAR", world.screen_on)
+    win("NotificationShade", "com.android.systemui", "NOTIFICATION_SHADE",
+        world.screen_on and world.shade_open)
     win("NavigationBar0", "com.android.systemui", "NAVIGATION_BAR", world.screen_on)
     for i, r in enumerate(stack):
         win(long_component(r.package, r.activity), r.package, "BASE_APPLICATION", i == 0,
@@ -618,6 +625,8 @@ SERVICES: dict[str, Service] = {
     "SurfaceFlinger": surfaceflinger,
     "thermalservice": thermal,
     "telephony.registry": telephony_registry,
+    "notification": lambda phone, args: (
+        phone.world.notification_dump(redact="--noredact" not in args), 0),
 }
 
 

@@ -368,9 +368,13 @@ class Shop(App):
         if not self.cart:
             return ""
         order_id = f"ORD-{len(self.orders) + 1:04d}"
-        self.orders.append({"order_id": order_id, **self.cart_state()})
+        state = self.cart_state()
+        self.orders.append({"order_id": order_id, **state})
         self.cart = {}
         self.save()
+        self.host.post_notification(PKG, "Order placed",
+                                    f"{order_id} · {state['item_count']} item(s), "
+                                    f"${state['total']:.2f}", tag=order_id)
         return order_id
 
     def cart_state(self) -> dict[str, object]:
