@@ -210,3 +210,55 @@ def notification_shade(ctx: w.Ctx, wall: float, tiles: list[QuickTile],
     stack.add(w.button(ctx, (ctx.width - pad - bw, y, ctx.width - pad, y + clear_h),
                        "Clear all", rid=f"{SYSTEMUI}:id/clear_all", on_click=on_clear_all))
     return root
+
+
+LAUNCHER = "com.google.android.apps.nexuslauncher"  # Overview is the launcher's (Quickstep)
+
+
+@dataclass(frozen=True)
+class RecentCard:
+    """A task in Overview: its app's label and icon."""
+
+    label: str
+    icon: str
+    on_open: Callable[[], None]
+
+
+def overview(ctx: w.Ctx, cards: list[RecentCard], selected: int,
+             on_clear_all: Callable[[], None]) -> View:
+    """Overview (Quickstep's recents, drawn by the launcher): the selected task's card in
+    the middle, its neighbours peeking at the sides, "Clear all" below; "No recent items"
+    when there are none. Swipes are the world's: sideways to move, up to dismiss."""
+    h = ctx.height - nav_bar_height(ctx.density)
+    root = View(cls=w.FRAME, bounds=(0, 0, ctx.width, h), package=LAUNCHER,
+                rid=f"{LAUNCHER}:id/overview_panel", paint=Paint("fill", bg="surface_var"))
+    if not cards:
+        root.add(w.text(ctx, 0, h // 2 - ctx.line(16), ctx.width, "No recent items", 16,
+                        "on_surface_var", align="center", rid=f"{LAUNCHER}:id/empty_message"))
+        return root
+    cw, ch = ctx.width * 7 // 10, h * 6 // 10
+    gap = ctx.dp(16)
+    top = (h - ch) // 2
+    cx = (ctx.width - cw) // 2
+    for i, card in enumerate(cards):
+        x0 = cx + (i - selected) * (cw + gap)
+        if x0 + cw <= 0 or x0 >= ctx.width:
+            continue  # off screen
+        task = View(cls=w.FRAME, bounds=(x0, top - ctx.dp(56), x0 + cw, top + ch),
+                    rid=f"{LAUNCHER}:id/task_view", desc=card.label, clickable=True,
+                    focusable=True, on_click=card.on_open)
+        task.add(w.icon(ctx, x0 + (cw - ctx.dp(40)) // 2, top - ctx.dp(52), 40, card.icon,
+                        "on_primary", rid=f"{LAUNCHER}:id/icon", desc=card.label,
+                        bg="primary"))
+        snap = View(cls=w.VIEW_GROUP, bounds=(x0, top, x0 + cw, top + ch),
+                    rid=f"{LAUNCHER}:id/snapshot", desc=card.label,
+                    paint=Paint("card", bg="bg", radius=24))
+        snap.add(w.text(ctx, x0, top + ch // 2 - ctx.line(20), cw, card.label, 20,
+                        align="center", bold=True))
+        task.add(snap)
+        root.add(task)
+    bw = ctx.text_w("Clear all", 14) + ctx.dp(32)
+    by = top + ch + ctx.dp(32)
+    root.add(w.button(ctx, ((ctx.width - bw) // 2, by, (ctx.width + bw) // 2, by + ctx.dp(40)),
+                      "Clear all", rid=f"{LAUNCHER}:id/clear_all", on_click=on_clear_all))
+    return root

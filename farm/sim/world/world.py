@@ -27,7 +27,7 @@ from farm.sim.spec import (
 from farm.sim.vfs import VirtualFS
 from farm.sim.world import keyboard, systemui, uixml
 from farm.sim.world import widgets as w
-from farm.sim.world.activity import TaskStack
+from farm.sim.world.activity import Task, TaskStack
 from farm.sim.world.apps import REGISTRY, SYSTEM_PACKAGES
 from farm.sim.world.apps.base import Activity, App
 from farm.sim.world.apps.dialer import PKG as DIALER_PKG
@@ -103,6 +103,8 @@ class World:
         self._anr: tuple[str, str] | None = None  # (package, activity) of the ANR dialog
         self.notifications = Notifications()
         self.shade_open = False  # the notification shade is pulled down
+        self.overview_open = False  # Overview (recents) is shown
+        self._overview_pick = 0  # its selected card (0 = the most recent task)
 
         self._renderer = Renderer(self.width, self.height, self.density)
         self._version = 0
@@ -114,6 +116,7 @@ class World:
         self._dialog_window: View | None = None
         self._anr_window: View | None = None
         self._shade_window: View | None = None
+        self._overview_window: View | None = None
         self._frame: bytes | None = None
         self._png: bytes | None = None
         self._xml: str | None = None
@@ -192,6 +195,10 @@ class World:
                 elif node.on_drag is not None:
                     node.on_drag(x, y)
                 return
+            if win is self._overview_window and not self._on_nav_bar(y):
+                self.overview_open = False
+                self.go_home()  # empty space in Overview: home, as on a phone
+                return
             if win is self._shade_window and not self._on_nav_bar(y):
                 self.collapse_shade()  # a tap on the shade's empty space closes it
                 return
@@ -214,6 +221,9 @@ class World:
             return
         self._ensure()
         self._touch()
+        if self.overview_open and not self._on_nav_bar(y1):
+            self._overview_swipe(x2 - x1, y2 - y1, 4 * slop)
+            return
         if self._anr_window is None:
             pull = 4 * slop  # SystemUI's touch slop for the shade, roughly
             if not self.shade_open and y1 <= systemui.status_bar_height(self.density) \
@@ -299,6 +309,11 @@ class World:
             self.collapse_shade()
             if keycode == 4:
                 return
+        if self.overview_open and keycode in (3, 4):  # out of Overview
+            self.overview_open = False
+            if keycode == 4:
+                self._touch()
+                return
         if keycode == 6:  # ENDCALL
             dialer = self._apps.get(DIALER_PKG)
             if isinstance(dialer, Dialer):
@@ -308,11 +323,22 @@ class World:
             self.go_home()
         elif keycode == 4:  # BACK
             self.back()
-        elif keycode == 187:  # APP_SWITCH: quick switch to the previous app
-            others = [t for t in self.stack.tasks[:-1] if t.affinity != HOME_PKG]
-            if others:
-                self.stack.to_front(others[-1])
+        elif keycode == 187:  # APP_SWITCH: Overview; pressed again there, the previous app
+            if self.overview_open:
+                self.overview_open = False
+                tasks = self._recent_tasks()
+                if len(tasks) > 1 or (tasks and self.stack.front() is not tasks[0]):
+                    target = tasks[1] if self.stack.front() is tasks[0] else tasks[0]
+                    self.stack.to_front(target)
                 self._after_switch()
+            else:
+                self.overview_open = True
+                self._ime = False
+                # the card in the middle: the previous app when one is open, else the newest
+                tasks = self._recent_tasks()
+                self._overview_pick = 1 if len(tasks) > 1 and \
+                    self.stack.front() is tasks[0] else 0
+                self._touch()
         elif keycode in (66, 160):  # ENTER, NUMPAD_ENTER
             self._enter()
         elif keycode in (67, 112):  # DEL, FORWARD_DEL (caret is always at the end)
@@ -522,9 +548,15 @@ class World:
             self._anr_window = systemui.anr_dialog(dctx, app.label if app else pkg,
                                                    self._anr_close, self._anr_wait)
             windows.append(self._anr_window)
+        self._overview_window = None  # under the status bar, as Quickstep's
+        if self.overview_open:
+            self._overview_window = systemui.overview(
+                w.Ctx(self.width, self.height, self.density, ctx.content), self._recent_cards(),
+                self._overview_pick, self._clear_recents)
+            windows.append(self._overview_window)
         b = self.battery
         st = self.store
-        fg = "on_wallpaper" if is_home else "on_surface"
+        fg = "on_wallpaper" if is_home and not self.overview_open else "on_surface"
         windows.append(systemui.status_bar(
             ctx, self._wall(), self.battery_level(), b.status in (2, 5),
             st.get_bool("global", "wifi_on"), st.get_bool("global", "airplane_mode_on"),
@@ -613,8 +645,47 @@ class World:
         self.notifications.clear_all()
         self.collapse_shade()
 
+    # ── Overview (recents) ───────────────────────────────────────────────────────────
+    def _recent_tasks(self) -> list[Task]:
+        """Tasks but home's, most recent first (Overview's order)."""
+        return [t for t in reversed(self.stack.tasks) if t.affinity != HOME_PKG]
+
+    def _recent_cards(self) -> list[systemui.RecentCard]:
+        labels = {p.name: p.label for p in self.packages()}
+
+        def open_task(task: Task) -> Callable[[], None]:
+            def do() -> None:
+                self.overview_open = False
+                if task in self.stack.tasks:
+                    self.stack.to_front(task)
+                self._after_switch()
+            return do
+
+        tasks = self._recent_tasks()
+        self._overview_pick = max(0, min(self._overview_pick, len(tasks) - 1))
+        return [systemui.RecentCard(labels.get(t.affinity, t.affinity), _APP_GLYPHS.get(
+                    t.affinity, "app"), open_task(t)) for t in tasks]
+
+    def _overview_swipe(self, dx: float, dy: float, pull: float) -> None:
+        tasks = self._recent_tasks()
+        if abs(dx) >= abs(dy) and abs(dx) >= pull:  # sideways: the next or previous card
+            step = -1 if dx > 0 else 1
+            self._overview_pick = max(0, min(self._overview_pick + step, len(tasks) - 1))
+        elif dy <= -pull and tasks:  # up: dismiss the card in the middle
+            self.remove_task(tasks[self._overview_pick].task_id)
+            self.overview_open = True  # remove_task's switch keeps Overview up
+        self._touch()
+
+    def _clear_recents(self) -> None:
+        for task in self._recent_tasks():
+            self.stack.remove(task)
+        self.overview_open = False
+        self.go_home()
+
     # ── activity manager ─────────────────────────────────────────────────────────────
     def current_focus(self) -> tuple[str, str] | None:
+        if self.overview_open:  # Overview is the launcher's activity, resumed over the tasks
+            return HOME_PKG, HOME_ACTIVITY
         top = self.stack.top()
         return (top.activity.package, top.activity.name) if top is not None else None
 
@@ -840,6 +911,11 @@ class World:
         tag = "ActivityTaskManager" if self.spec.sdk >= 29 else "ActivityManager"
         self.logcat.log("I", tag, f"START u0 {{{intent}}} from uid {uid}",
                         pid=self._system_pid(), tid=self._system_pid())
+
+
+#: Overview's card icons for the apps that have a glyph of their own
+_APP_GLYPHS = {"com.android.settings": "settings", "com.android.chrome": "internet",
+               "org.distrl.shop": "apps", "com.google.android.dialer": "sound"}
 
 
 def _clickable(v: View) -> bool:
