@@ -26,6 +26,7 @@ DATABASES: dict[str, tuple[str, dict[str, list[str]]]] = {
     _CONTACTS + "contacts2.db": ("com.android.contacts", {
         "raw_contacts": ["raw_contacts"], "contacts": ["contacts"], "data": ["data"]}),
     _CONTACTS + "calllog.db": ("call_log", {"calls": ["calls"]}),
+    "/data/data/com.android.providers.telephony/databases/mmssms.db": ("sms", {"sms": []}),
 }
 
 
