@@ -50,6 +50,13 @@ def _serve_options(f: Any) -> Any:
                      help="phone = 1080x2400 @ 420 dpi; small = 360x800 @ 160 dpi for load tests."),
         click.option("--name", default="default", show_default=True,
                      help="Name of this sim farm, to run several side by side."),
+        click.option("--as-emulator", is_flag=True,
+                     help="Start the phones as emulators: adb on the odd ports the adb "
+                          "server scans (5555, 5557 …, instead of --base-port), a console on "
+                          "the even port below (auth token in "
+                          "~/.emulator_console_auth_token), registered with your adb server "
+                          "($ANDROID_ADB_SERVER_PORT or 5037) as emulator-5554 …; `adb emu "
+                          "avd snapshot save|load NAME`, `adb emu kill` work."),
     ]
     for opt in reversed(opts):
         f = opt(f)
@@ -63,7 +70,7 @@ def _serve_options(f: Any) -> Any:
                    "($ANDROID_ADB_SERVER_PORT or 5037); `sim down` disconnects them.")
 @click.option("--foreground", is_flag=True, help="Stay attached; Ctrl-C stops the phones.")
 def sim_up(count: int, profile: str, seed: int, base_port: int, screen: str, name: str,
-           connect: bool, foreground: bool) -> None:
+           as_emulator: bool, connect: bool, foreground: bool) -> None:
     """Start simulated phones in the background and print their serials."""
     from farm.sim import service
 
@@ -71,6 +78,8 @@ def sim_up(count: int, profile: str, seed: int, base_port: int, screen: str, nam
             "--base-port", str(base_port), "--screen", screen, "--name", name]
     if connect:
         argv.append("--connect")
+    if as_emulator:
+        argv.append("--as-emulator")
     down = "distrl sim down" + ("" if name == "default" else f" --name {name}")
     if foreground:
         def ready(state: dict[str, Any]) -> None:
@@ -80,7 +89,7 @@ def sim_up(count: int, profile: str, seed: int, base_port: int, screen: str, nam
 
         opts = service.ServeOptions(count=count, profile=profile, seed=seed,
                                     base_port=base_port, screen=screen, name=name,
-                                    connect=connect)
+                                    connect=connect, as_emulator=as_emulator)
         try:
             asyncio.run(service.serve(opts, on_ready=ready))
         except service.SimServiceError as exc:
@@ -98,7 +107,8 @@ def sim_up(count: int, profile: str, seed: int, base_port: int, screen: str, nam
         f"\n{count} phone(s) up (service pid {state['pid']}, log {service.log_file(name)}).\n"
         + ("Connected on your adb server: " + ", ".join(state["connected"]) + "\n"
            if state["connected"] else
-           f"Connect with:  adb connect {first}   (or rerun with --connect)\n")
+           "Registered with your adb server as emulators (`adb devices`)\n" if as_emulator
+           else f"Connect with:  adb connect {first}   (or rerun with --connect)\n")
         + f"Then e.g.:     adb -s {first} shell input keyevent HOME\n"
         + f"Stop with:     {down}"
     )
@@ -108,12 +118,13 @@ def sim_up(count: int, profile: str, seed: int, base_port: int, screen: str, nam
 @_serve_options
 @click.option("--connect", is_flag=True)
 def sim_serve(count: int, profile: str, seed: int, base_port: int, screen: str, name: str,
-              connect: bool) -> None:
+              as_emulator: bool, connect: bool) -> None:
     """Run the phones in this process (what `sim up` starts in the background)."""
     from farm.sim import service
 
     opts = service.ServeOptions(count=count, profile=profile, seed=seed, base_port=base_port,
-                                screen=screen, name=name, connect=connect)
+                                screen=screen, name=name, connect=connect,
+                                as_emulator=as_emulator)
     try:
         asyncio.run(service.serve(opts))
     except service.SimServiceError as exc:

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+from pathlib import Path
 from types import TracebackType
 
+from farm.sim.console import ConsoleServer
 from farm.sim.phone import SimPhone
 from farm.sim.profiles import LatencyProfile, get_profile
 from farm.sim.spec import PhoneSpec, ScreenSpec
@@ -49,12 +51,19 @@ class SimFarm:
         base_port: int = 0,
         screen: ScreenSpec | str = "phone",
         host: str = "127.0.0.1",
+        as_emulator: bool = False,
+        console_token: Path | None = None,
     ) -> None:
         if count < 1:
             raise ValueError("count must be at least 1")
         self.profile = get_profile(profile) if isinstance(profile, str) else profile
         self.screen = ScreenSpec.preset(screen) if isinstance(screen, str) else screen
         self.seed = seed
+        self.as_emulator = as_emulator
+        self.console_token = console_token  # default ~/.emulator_console_auth_token
+        self.consoles: list[ConsoleServer] = []
+        if as_emulator:
+            base_port = 0  # the emulator range instead: see start()
         self.phones = [
             SimPhone(
                 phone_spec(i, seed=seed, screen=self.screen),
@@ -68,14 +77,33 @@ class SimFarm:
     async def start(self) -> None:
         started: list[SimPhone] = []
         try:
+            if self.as_emulator:
+                pairs = emulator_port_pairs(len(self.phones))
+                for phone, console in zip(self.phones, pairs, strict=True):
+                    phone.server.listen_on(console + 1)
             for phone in self.phones:
                 await phone.start()
                 started.append(phone)
+                if self.as_emulator:
+                    await self._console(phone)
         except BaseException:
-            await asyncio.gather(*(p.stop() for p in started), return_exceptions=True)
+            await self.stop()
             raise
 
+    async def _console(self, phone: SimPhone) -> None:
+        async def kill() -> None:  # `emu kill`: the emulator exits
+            await phone.stop()
+            await console.stop()
+
+        console = ConsoleServer(phone, phone.port - 1, kill)
+        if self.console_token is not None:
+            console.token_path = self.console_token
+        await console.start()
+        phone.console_port = console.port
+        self.consoles.append(console)
+
     async def stop(self) -> None:
+        await asyncio.gather(*(c.stop() for c in self.consoles), return_exceptions=True)
         await asyncio.gather(*(p.stop() for p in self.phones), return_exceptions=True)
 
     async def __aenter__(self) -> SimFarm:
@@ -100,3 +128,35 @@ class SimFarm:
             if key in (p.serial, p.spec.name, str(p.port)):
                 return p
         raise KeyError(f"no sim phone {key!r}; have: {', '.join(self.serials)}")
+
+
+#: the ports the adb server scans for emulators: console 5554, 5556 … (adb one above)
+EMULATOR_CONSOLE_PORTS = range(5554, 5586, 2)
+
+
+def emulator_port_pairs(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` console ports whose pair (console, console + 1) is free now, lowest
+    first; OSError when the emulator range has fewer free pairs."""
+    import socket
+
+    out: list[int] = []
+    for console in EMULATOR_CONSOLE_PORTS:
+        socks: list[socket.socket] = []
+        try:
+            for port in (console, console + 1):
+                s = socket.socket()
+                socks.append(s)
+                # as asyncio's servers bind: a port left in TIME_WAIT by an earlier
+                # phone is free to listen on
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind((host, port))
+            out.append(console)
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+        if len(out) == count:
+            return out
+    raise OSError(f"only {len(out)} free emulator port pairs in 5554–5585 "
+                  f"(wanted {count}); stop other emulators or use fewer phones")

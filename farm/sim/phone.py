@@ -50,6 +50,9 @@ class SimPhone:
         self.host = host
         # sim-side socket services (``tcp:7912``, ``localabstract:NAME``) by socket name
         self.listeners: dict[str, SocketHandler] = {}
+        # set when started as an emulator (farm.sim.console): its console's port, and
+        # the serial is emulator-<console port>
+        self.console_port: int | None = None
 
     # -- AdbdBackend -------------------------------------------------------------
     async def run_shell(self, command: str, stdin: bytes = b"",
@@ -75,7 +78,10 @@ class SimPhone:
 
     @property
     def serial(self) -> str:
-        """The serial the adb server gives this phone after ``adb connect``."""
+        """The serial the adb server gives this phone: ``HOST:PORT`` after ``adb
+        connect``, ``emulator-N`` for one started as an emulator."""
+        if self.console_port is not None:
+            return f"emulator-{self.console_port}"
         return f"{self.host}:{self.port}"
 
     def listen(self, name: str, handler: SocketHandler) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from farm.sim.adbhost import find_adb
+from farm.sim.console import register_with_adb
 from farm.sim.control import MAX_REQUEST_BYTES, handle_connection, write_private
 from farm.sim.farm import SimFarm
 from farm.sim.faults import FaultKind
@@ -57,6 +58,7 @@ class ServeOptions:
     name: str = "default"
     connect: bool = False  # `adb connect` each phone on the user's adb server
     adb_port: int | None = None
+    as_emulator: bool = False  # emulator ports + console, registered with the adb server
 
 
 def _adb_cmd(adb_port: int | None, *args: str) -> list[str]:
@@ -106,10 +108,12 @@ async def serve(opts: ServeOptions,
             f"(or pick another --name)"
         )
     farm = SimFarm(opts.count, profile=opts.profile, seed=opts.seed,
-                   base_port=opts.base_port, screen=opts.screen)
+                   base_port=opts.base_port, screen=opts.screen, as_emulator=opts.as_emulator)
     try:
         await farm.start()
     except OSError as exc:
+        if opts.as_emulator:
+            raise SimServiceError(f"cannot start emulators: {exc.strerror or exc}") from None
         raise SimServiceError(
             f"cannot listen on ports {opts.base_port}–{opts.base_port + opts.count - 1}: "
             f"{exc.strerror or exc}; choose another --base-port"
@@ -124,7 +128,14 @@ async def serve(opts: ServeOptions,
     control_port = server.sockets[0].getsockname()[1]
     connected: list[str] = []
     try:
-        if opts.connect:
+        if opts.as_emulator:  # as a starting emulator does: `host:emulator:PORT`
+            adb_port = opts.adb_port or int(os.environ.get("ANDROID_ADB_SERVER_PORT", 5037))
+            for p in farm.phones:
+                if not await register_with_adb(adb_port, p.port):
+                    print(f"note: no adb server on port {adb_port}; it finds the emulators "
+                          "by its port scan when it starts", file=sys.stderr)
+                    break
+        elif opts.connect:
             for p in farm.phones:
                 out = await _adb(opts.adb_port, "connect", p.serial)
                 if "connected to" in out:

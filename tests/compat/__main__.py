@@ -6,7 +6,7 @@ import argparse
 
 from farm.sim.adbhost import bundled_adb, system_adb
 from tests.compat.harness import rig, run_cases
-from tests.compat.stacks import STACKS, USES_ADB_BINARY
+from tests.compat.stacks import EMULATOR_STACKS, STACKS, USES_ADB_BINARY
 
 
 def main() -> int:
@@ -20,7 +20,7 @@ def main() -> int:
     regressions = 0
     for stack, cases in STACKS.items():
         path = binary if stack in USES_ADB_BINARY else bundled_adb()
-        with rig(path) as r:
+        with rig(path, as_emulator=stack in EMULATOR_STACKS) as r:
             report = run_cases(stack, cases, r)
         print(report.line(), flush=True)
         total += report.total

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from farm.sim.adbhost import PrivateAdbServer
 from farm.sim.background import BackgroundFarm
+from farm.sim.console import register_with_adb
 from farm.sim.phone import SimPhone
 
 T = TypeVar("T")
@@ -119,15 +120,36 @@ def run_cases(stack: str, cases: list[Case], rig: Rig) -> Report:
 
 
 @contextmanager
-def rig(adb_path: str | None = None, seed: int = 0) -> Iterator[Rig]:
-    """A fresh phone (seed ``seed``) behind a private adb server of its own."""
-    bg = BackgroundFarm(1, seed=seed)
-    farm = bg.start()
-    try:
-        with PrivateAdbServer(adb_path) as adb, \
-                tempfile.TemporaryDirectory(prefix="distrl-compat-") as tmp:
-            serial = farm.phones[0].serial
-            adb.connect(serial)
-            yield Rig(bg, adb, serial, Path(tmp))
-    finally:
-        bg.stop()
+def rig(adb_path: str | None = None, seed: int = 0, *, as_emulator: bool = False
+        ) -> Iterator[Rig]:
+    """A fresh phone (seed ``seed``) behind a private adb server of its own: connected as
+    ``127.0.0.1:PORT``, or (``as_emulator``) started as an emulator that registers with
+    the server and is ``emulator-NNNN``, its console behind the server HOME's token."""
+    with PrivateAdbServer(adb_path) as adb, \
+            tempfile.TemporaryDirectory(prefix="distrl-compat-") as tmp:
+        token = Path(adb.home) / ".emulator_console_auth_token"
+        bg = BackgroundFarm(1, seed=seed, as_emulator=as_emulator, console_token=token)
+        farm = bg.start()
+        try:
+            phone = farm.phones[0]
+            if as_emulator:
+                adb.run("start-server", check=True)
+                assert bg.call(register_with_adb(adb.port, phone.port))
+                _wait_listed(adb, phone.serial)
+            else:
+                adb.connect(phone.serial)
+            yield Rig(bg, adb, phone.serial, Path(tmp))
+        finally:
+            bg.stop()
+
+
+def _wait_listed(adb: PrivateAdbServer, serial: str, timeout: float = 20.0) -> None:
+    """Until ``adb devices`` lists ``serial`` as a device (the server connects to a
+    registered emulator on its own schedule)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while f"{serial}\tdevice" not in str(adb.run("devices").stdout):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{serial} never appeared in adb devices")
+        time.sleep(0.1)  # polling the adb server's device list, not synchronising on time

@@ -271,6 +271,11 @@ def clear_call_log(rig: Rig) -> None:
 
 def emulator_console(rig: Rig) -> None:
     _ok(rig, "emu", "gsm", "call", "5551234")
+    # the call rings: RINGING with its number, as android_world's call tasks check
+    out = _ok(rig, "shell", "dumpsys", "telephony.registry")
+    assert "mCallState=1" in out and "mCallIncomingNumber=5551234" in out, out[:300]
+    _ok(rig, "emu", "gsm", "cancel", "5551234")
+    assert "mCallState=0" in _ok(rig, "shell", "dumpsys", "telephony.registry")
 
 
 def call_phone_number(rig: Rig) -> None:
@@ -309,7 +314,6 @@ CASES: list[Case] = [
     Case("execute_sql_command (sqlite3)", sqlite_evaluator),
     Case("get_call_state (dumpsys telephony.registry)", call_state),
     Case("clear call log (content delete call_log)", clear_call_log),
-    Case("call_emulator (adb emu gsm call)", emulator_console,
-         gap="no emulator console (sims are TCP targets, not emulator-NNNN)"),
+    Case("call_emulator (adb emu gsm call)", emulator_console),
     Case("call_phone_number (CALL tel:)", call_phone_number),
 ]

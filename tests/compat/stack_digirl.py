@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import socket
+import time
 
 from farm.sim.adbhost import free_port
 from tests.compat.harness import Case, Rig
@@ -25,6 +26,10 @@ def emulator_serials(rig: Rig) -> None:
 def emu_kill(rig: Rig) -> None:
     proc = rig.adb("emu", "kill")
     assert proc.returncode == 0, proc.stderr
+    deadline = time.monotonic() + 20
+    while f"{rig.serial}\tdevice" in str(rig.adb_server.run("devices").stdout):
+        assert time.monotonic() < deadline, "the killed emulator is still listed"
+        time.sleep(0.1)  # polling adb's device list
 
 
 def screenrecord(rig: Rig) -> None:
@@ -63,11 +68,10 @@ def keycodes(rig: Rig) -> None:
 
 
 CASES: list[Case] = [
-    Case("find emulators in adb devices (emulator-NNNN)", emulator_serials,
-         gap="sims are 127.0.0.1:PORT targets, not emulator-NNNN"),
-    Case("adb emu kill", emu_kill, gap="no emulator console"),
+    Case("find emulators in adb devices (emulator-NNNN)", emulator_serials),
     Case("screenrecord --size --bit-rate --time-limit + pull mp4", screenrecord),
     Case("Appium UiAutomator2 bootstrap queries", appium_bootstrap),
     Case("Appium server port refused as on a phone without it", appium_server_refused),
     Case("press_keycode 3/66, back", keycodes),
+    Case("adb emu kill (the phone is gone afterwards)", emu_kill),  # last: it ends the phone
 ]

@@ -23,3 +23,5 @@ STACKS: dict[str, list[Case]] = {
     "adbutils": stack_adbutils.CASES,
 }
 USES_ADB_BINARY = {"android_world", "AppAgent", "Mobile-Agent", "DigiRL"}
+#: stacks that start and manage emulators: their phone is an emulator-NNNN with a console
+EMULATOR_STACKS = {"android_world", "DigiRL"}

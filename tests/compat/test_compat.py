@@ -13,7 +13,7 @@ import pytest
 
 from farm.sim.adbhost import bundled_adb
 from tests.compat.harness import Report, rig, run_cases
-from tests.compat.stacks import STACKS, USES_ADB_BINARY
+from tests.compat.stacks import EMULATOR_STACKS, STACKS, USES_ADB_BINARY
 from tests.sim.adb_helpers import adb_binary_params
 
 # a fresh phone and adb server per stack and binary: ~20 s in all
@@ -38,7 +38,7 @@ def _params() -> list[Any]:
 def test_stack(stack: str, adb_path: str | None) -> None:
     if adb_path is None:
         pytest.fail("DISTRL_REQUIRE_SYSTEM_ADB=1 but Debian's adb is missing")
-    with rig(adb_path) as r:
+    with rig(adb_path, as_emulator=stack in EMULATOR_STACKS) as r:
         report = run_cases(stack, STACKS[stack], r)
     REPORTS.append((adb_path, report))
     broken = [f"{o.case.name}: {o.error}" for o in report.regressions()]

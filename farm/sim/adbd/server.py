@@ -45,6 +45,12 @@ class AdbdServer:
         port: int = self._server.sockets[0].getsockname()[1]
         return port
 
+    def listen_on(self, port: int) -> None:
+        """The port the next :meth:`start` binds (an emulator's adb port, picked late)."""
+        if self._server is not None:
+            raise RuntimeError("AdbdServer is already started")
+        self._requested_port = port
+
     @property
     def serial(self) -> str:
         """What ``adb connect`` calls this phone: ``host:port``."""

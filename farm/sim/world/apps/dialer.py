@@ -17,7 +17,13 @@ from farm.sim.intents import ACTION_VIEW, IntentFilter, IntentQuery
 from farm.sim.world import widgets as w
 from farm.sim.world.apps import kit
 from farm.sim.world.apps.base import Activity, App, Host, register
-from farm.sim.world.apps.contacts_provider import OUTGOING, ContactsProvider, normalize_phone
+from farm.sim.world.apps.contacts_provider import (
+    INCOMING,
+    MISSED,
+    OUTGOING,
+    ContactsProvider,
+    normalize_phone,
+)
 from farm.sim.world.apps.contacts_provider import PKG as PROVIDER_PKG
 from farm.sim.world.views import Paint, TextField, View
 
@@ -36,6 +42,8 @@ KEYS = ("1", "2", "3", "4", "5", "6", "7", "8", "9", "*", "0", "#")
 class Call:
     number: str
     started: float  # wall time, seconds
+    incoming: bool = False
+    answered: bool = True  # an incoming call rings until accepted
 
 
 def _number(data: str) -> str:
@@ -101,7 +109,8 @@ class InCallActivity(Activity):
             root.add(w.text(ctx, 0, c[1] + ctx.dp(150), ctx.width, call.number, 16,
                             "on_surface_var", rid=f"{RID}contactgrid_phone_number",
                             align="center"))
-        status = "Dialing" if call is not None else "Call ended"
+        status = "Call ended" if call is None else "Incoming call" if not call.answered \
+            else "Dialing" if not call.incoming else "On call"
         root.add(w.text(ctx, 0, c[1] + ctx.dp(184), ctx.width, status, 16, "on_surface_var",
                         rid=f"{RID}contactgrid_status_text", align="center"))
         s = ctx.dp(72)
@@ -161,12 +170,29 @@ class Dialer(App):
             self.host.start(PKG, INCALL, {"number": number})
         self.host.data_changed()
 
+    def ring(self, number: str) -> None:
+        """An incoming call (the emulator console's ``gsm call``): RINGING, with its
+        number in telephony.registry and the in-call screen up, until accepted or ended."""
+        if self.call is not None:
+            self.end_call()
+        self.call = Call(number, self.host.wall_time(), incoming=True, answered=False)
+        self.host.start(PKG, INCALL, {"number": number})
+        self.host.data_changed()
+
+    def accept(self) -> bool:
+        if self.call is None or self.call.answered:
+            return False
+        self.call.answered, self.call.started = True, self.host.wall_time()
+        self.host.data_changed()
+        return True
+
     def end_call(self) -> None:
         call, self.call = self.call, None
         if call is None:
             return
-        duration = max(0, int(self.host.wall_time() - call.started))
-        self._provider().add_call(call.number, OUTGOING, duration, int(call.started * 1000))
+        duration = max(0, int(self.host.wall_time() - call.started)) if call.answered else 0
+        kind = OUTGOING if not call.incoming else INCOMING if call.answered else MISSED
+        self._provider().add_call(call.number, kind, duration, int(call.started * 1000))
         screens, self.screens = self.screens, []
         for screen in screens:
             self.host.finish(screen)
@@ -174,4 +200,8 @@ class Dialer(App):
 
     def line_state(self) -> tuple[int, str]:
         """(TelephonyManager call state, incoming number) for telephony.registry."""
-        return (OFFHOOK, "") if self.call is not None else (IDLE, "")
+        if self.call is None:
+            return IDLE, ""
+        if not self.call.answered:
+            return RINGING, self.call.number
+        return OFFHOOK, ""
