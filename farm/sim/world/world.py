@@ -142,19 +142,26 @@ class World:
         """Process id of a running package (for ``pidof``/``ps``), None when stopped."""
         return self._pids.get(package)
 
-    def start(self, package: str, activity: str, args: dict[str, str] | None = None) -> None:
-        """An app starts an activity: it goes on top of the current task."""
+    def start(self, package: str, activity: str, args: dict[str, str] | None = None, *,
+              new_task: bool = False) -> None:
+        """An app starts an activity: it goes on top of the current task, or (``new_task``,
+        FLAG_ACTIVITY_NEW_TASK as launchers start things) on its own app's task, brought
+        to the front."""
         app = self._apps.get(package)
         if app is None or app.resolve(activity) is None:
             return
         task = self.stack.front()
+        if new_task:
+            task = self.stack.task_for(package)
+            if task is not None:
+                self.stack.to_front(task)
         act = app.create(activity, dict(args or {}))
         extras = " (has extras)" if args else ""
         caller = self.stack.top()
         uid = self._uid(caller.activity.package) if caller else 1000
         self._log_start(f"cmp={short_component(package, activity)}{extras}", uid)
         self._start_process(package, activity)
-        if task is None:
+        if task is None or (new_task and task.affinity != package):
             self.stack.new_task(package, act)
         else:
             self.stack.push(task, act)
