@@ -65,3 +65,39 @@ def test_the_worked_plugins_use_only_the_public_sdk() -> None:
     files = [p for p in (ROOT / "plugins").rglob("*.py") if "tests" not in p.parts]
     assert files
     assert [b for f in files for b in _sdk_imports(f)] == []
+
+
+def _tui_imports(path: Path) -> set[str]:
+    """The tui.* modules ``path`` imports, TYPE_CHECKING blocks and function bodies
+    included (a cycle there still ties the modules together for readers and tools)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("tui."):
+            out.add(node.module)
+        elif isinstance(node, ast.Import):
+            out.update(a.name for a in node.names if a.name.startswith("tui."))
+    return out
+
+
+def test_tui_modules_import_no_cycles() -> None:
+    """app.py imports the screens; no screen (nor anything they import) imports the app
+    back: they see it through tui.host.TuiHost."""
+    root = Path(__file__).resolve().parents[1] / "tui"
+    graph = {f"tui.{p.stem}": _tui_imports(p) for p in root.glob("*.py")}
+
+    def cycle_from(start: str) -> list[str] | None:
+        stack, seen = [(start, [start])], set()
+        while stack:
+            mod, path = stack.pop()
+            for nxt in graph.get(mod, ()):
+                if nxt == start:
+                    return [*path, nxt]
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, [*path, nxt]))
+        return None
+
+    cycles = [c for m in graph if (c := cycle_from(m))]
+    assert not cycles, cycles
+    graph["tui.base"] = graph["tui.base"] | {"tui.app"}  # the checker sees a cycle
+    assert cycle_from("tui.app") is not None

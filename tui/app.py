@@ -33,6 +33,7 @@ from tui.decoder import DeviceKey, FrameDecoder
 from tui.device import DeviceScreen
 from tui.fleet import FleetScreen
 from tui.fleet_table import FleetTable
+from tui.host import PaletteEntry
 from tui.learner import LearnerScreen
 from tui.logs import LogsScreen
 from tui.modals import ConfirmScreen, HelpScreen, PromptScreen
@@ -43,7 +44,6 @@ from tui.wall import PhoneWall
 
 __all__ = ["DistrlTui"]
 
-PaletteEntry = tuple[str, str, Callable[[], Any]]
 #: seconds a command stays valid: long enough for a slow broker, short for a replay
 COMMAND_TTL_S = 60.0
 

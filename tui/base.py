@@ -11,8 +11,8 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 
 if TYPE_CHECKING:
-    from tui.app import DistrlTui
     from tui.decoder import DeviceKey
+    from tui.host import TuiHost
 
 __all__ = ["MUTATIONS", "AppScreen", "DeviceActionsScreen"]
 
@@ -33,8 +33,8 @@ class AppScreen(Screen[None]):
     """A screen of :class:`~tui.app.DistrlTui` that redraws from the model on its tick."""
 
     @property
-    def tui(self) -> DistrlTui:
-        return cast("DistrlTui", self.app)
+    def tui(self) -> TuiHost:
+        return cast("TuiHost", self.app)
 
     def refresh_from_model(self) -> None:
         """Bring the widgets up to date with ``self.tui.model`` (called on each tick

@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING, cast
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 if TYPE_CHECKING:
-    from tui.app import DistrlTui
+    from tui.host import TuiHost
 
 __all__ = ["FarmCommands"]
 
 
 class FarmCommands(Provider):
     @property
-    def tui(self) -> DistrlTui:
-        return cast("DistrlTui", self.app)
+    def tui(self) -> TuiHost:
+        return cast("TuiHost", self.app)
 
     async def discover(self) -> Hits:
         for text, help_text, callback in self.tui.palette_commands(current_only=True):
