@@ -67,6 +67,8 @@ class DataParallel:
 
         if backend is None:
             backend = "nccl" if torch.cuda.is_available() else "gloo"
+        if backend == "nccl":  # one GPU per rank; NCCL's collectives run on it
+            torch.cuda.set_device(rank % torch.cuda.device_count())
         dist.init_process_group(backend, init_method=init_method, rank=rank,
                                 world_size=world,
                                 timeout=datetime.timedelta(seconds=timeout_s))
@@ -150,7 +152,8 @@ class DataParallel:
         with training_mode(policy, dropout):
             res = accumulate_gradients(policy, steps[sl], logp_coef[sl], entropy_coef[sl],
                                        micro_batch)
-        total = torch.tensor([res.loss], dtype=torch.float64)  # the whole batch's loss
+        device = _device(policy)
+        total = torch.tensor([res.loss], dtype=torch.float64, device=device)  # whole batch
         dist.all_reduce(total, op=dist.ReduceOp.SUM)
         res.loss = float(total.item())
         return res
@@ -164,7 +167,8 @@ class DataParallel:
         import torch.distributed as dist
 
         params = list(params)
-        flag = torch.tensor([1.0 if finite else 0.0])
+        device = params[0].device if params else torch.device("cpu")
+        flag = torch.tensor([1.0 if finite else 0.0], device=device)
         dist.all_reduce(flag, op=dist.ReduceOp.MIN)
         if flag.item() < 1.0:
             return False
@@ -205,3 +209,12 @@ class DataParallel:
             else:
                 raise RuntimeError(f"unknown data-parallel message {op!r}")
 
+
+
+def _device(policy: TrainablePolicy) -> torch.device:
+    """Where the policy's parameters live (NCCL reduces tensors on the GPU only)."""
+    import torch
+
+    for p in policy.trainable_parameters():
+        return p.device
+    return torch.device("cpu")
