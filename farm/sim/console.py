@@ -201,6 +201,9 @@ class ConsoleServer:
                 return ["OK"]
         except ValueError as exc:
             return [f"KO: {exc}"]
+        except Exception as exc:  # a bug in one command must not end the console session
+            log.exception("emulator console: %s %s", cmd, args)
+            return [f"KO: {type(exc).__name__}: {exc}"]
         return ["KO: unknown command, try 'help'"]
 
     def _avd(self, args: list[str]) -> list[str]:
