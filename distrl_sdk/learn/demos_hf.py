@@ -43,7 +43,7 @@ FEATURES: dict[str, str] = {
 }
 
 
-def _datasets() -> Any:
+def require_datasets() -> Any:
     try:
         import datasets
     except ImportError:
@@ -53,7 +53,7 @@ def _datasets() -> Any:
 
 
 def features() -> Any:
-    ds = _datasets()
+    ds = require_datasets()
     kinds = {"string": ds.Value("string"), "json": ds.Value("string"),
              "float32": ds.Value("float32"), "int32": ds.Value("int32"),
              "int64": ds.Value("int64"), "image": ds.Image()}
@@ -88,7 +88,7 @@ def to_hf(directory: str | Path) -> Any:
     stay the recorded JPEG bytes); ``.save_to_disk`` / ``.push_to_hub`` it as you like."""
     d = Path(directory)
     manifest = read_manifest(d)
-    ds = _datasets()
+    ds = require_datasets()
     rows = list(_rows(d))
     data = ds.Dataset.from_list(rows, features=features()) if rows else \
         ds.Dataset.from_dict({k: [] for k in FEATURES}, features=features())
@@ -101,7 +101,7 @@ def to_hf(directory: str | Path) -> Any:
 def from_hf(data: Any, out: str | Path, *, append: bool = False) -> Path:
     """Write a dataset made by :func:`to_hf` (a ``datasets.Dataset``, or the directory
     ``save_to_disk`` wrote) as a ``distrl-demos`` directory; returns its manifest."""
-    ds = _datasets()
+    ds = require_datasets()
     if isinstance(data, str | Path):
         try:
             data = ds.load_from_disk(str(data))

@@ -452,7 +452,7 @@ async def _statuses(url: str, farm_id: str, wait: float) -> list[dict[str, Any]]
 # -- traj --------------------------------------------------------------------------------
 @click.group("traj", context_settings=CONTEXT)
 def traj() -> None:
-    """Look at trajectories on the broker."""
+    """Look at trajectories on the broker, or export what a learner learned from."""
 
 
 @traj.command("tail", context_settings=CONTEXT)
@@ -513,6 +513,70 @@ async def _tail(url: str, filt: str, count: int | None, duration: float | None,
     finally:
         with contextlib.suppress(Exception):
             await client.__aexit__(None, None, None)
+
+
+@traj.command("export", context_settings=CONTEXT)
+@click.argument("run_dir", type=click.Path(file_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(["hf", "jsonl"]), default="hf",
+              show_default=True,
+              help="hf: a Hugging Face `datasets` dataset (one row per step; the policy's "
+                   "obs/choice encodings, log μ, reward, version; the screen as an image "
+                   "feature where the policy shipped one), written with save_to_disk; "
+                   "jsonl: one episode per line, as the learner journals them.")
+@click.option("--out", type=click.Path(dir_okay=True, path_type=Path), required=True,
+              help="Directory (hf) or file (jsonl) to write; must not exist.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
+              default=None, help="The learner.toml the run used, if not the defaults "
+                                 "(its algorithm decides how the checkpoint loads).")
+def traj_export(run_dir: Path, fmt: str, out: Path, config_path: Path | None) -> None:
+    """Export what a learner learned from: the episodes in RUN_DIR's replay (its newest
+    checkpoint plus the journal after it, read offline — stop the learner or copy the
+    run dir first). `datasets.load_from_disk(OUT)`; `distrl_sdk.learn.episodes_hf.from_hf`
+    reads an hf export back."""
+    from distrl_sdk import DistRLError
+    from farm.cli.learner import load_learner_config
+    from farm.learner.service import LearnerService, episode_to_json
+
+    if out.exists():
+        fail(f"{out} already exists (choose another --out, or delete it)")
+    if not (run_dir / "checkpoints").is_dir() and not (run_dir / "journal").is_dir():
+        fail(f"{run_dir} is not a learner run dir (no checkpoints/ or journal/)")
+    try:
+        config = load_learner_config(config_path, {"run_dir": run_dir})
+        if config_path is None:  # the trainer the run saved, as it saved it
+            config.algorithm, config.algo_config = _saved_trainer(run_dir, config.algorithm)
+        service = LearnerService(config)
+        audit = service.audit()
+        if any((run_dir / "checkpoints").glob("ckpt-*")) and service.restored_from is None:
+            fail(f"{run_dir}: no checkpoint loads with these settings (see the warnings "
+                 "above); pass the run's learner.toml with --config")
+        episodes = audit["episodes"]
+        if fmt == "jsonl":
+            with out.open("x", encoding="utf-8") as f:
+                for ep in episodes:
+                    f.write(json.dumps(episode_to_json(ep)) + "\n")
+            click.echo(f"{len(episodes)} episodes → {out} (JSON lines)")
+            return
+        from distrl_sdk.learn.episodes_hf import to_hf
+
+        data = to_hf(episodes)
+        data.save_to_disk(str(out))
+    except DistRLError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"{exc.strerror or exc}: {exc.filename or out}")
+    click.echo(f"{data.num_rows} steps of {len(episodes)} episodes (learner v"
+               f"{audit['version']}) → {out} (Hugging Face datasets, columns: "
+               f"{', '.join(data.column_names)})")
+
+
+def _saved_trainer(run_dir: Path, default: str) -> tuple[str, dict[str, Any]]:
+    """(algorithm, algo_config) of the newest checkpoint's trainer, as it was built."""
+    for ckpt in sorted((run_dir / "checkpoints").glob("ckpt-*"), reverse=True):
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            state = json.loads((ckpt / "trainer" / "trainer.json").read_text())["state"]
+            return str(state["trainer"]), dict(state["config"])
+    return default, {}
 
 
 def _print_traj(d: Any, as_json: bool) -> None:

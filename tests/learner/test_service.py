@@ -175,6 +175,31 @@ async def test_learns_publishes_and_a_farm_hot_swaps(broker: EmbeddedBroker,
     assert list((tmp_path / "run" / "tensorboard").glob("events.out.tfevents.*"))
     ckpts = sorted((tmp_path / "run" / "checkpoints").glob("ckpt-*"))
     assert len(ckpts) == 1 and (ckpts[0] / "policy" / "policy.safetensors").is_file()
+    # what it learned from, exported: JSON lines and a Hugging Face dataset
+    from farm.cli import cli
+
+    res = CliRunner().invoke(cli, ["traj", "export", str(tmp_path / "run"), "--format",
+                                   "jsonl", "--out", str(tmp_path / "eps.jsonl")])
+    assert res.exit_code == 0, res.output
+    lines = (tmp_path / "eps.jsonl").read_text().splitlines()
+    assert sorted(json.loads(x)["id"] for x in lines) == [f"t{i:04d}" for i in range(8)]
+    res = CliRunner().invoke(cli, ["traj", "export", str(tmp_path / "run"), "--out",
+                                   str(tmp_path / "hf")])
+    assert res.exit_code == 0 and "16 steps of 8 episodes" in res.output, res.output
+    from distrl_sdk.learn.episodes_hf import from_hf
+
+    assert {e.id for e in from_hf(tmp_path / "hf")} == {f"t{i:04d}" for i in range(8)}
+    again = CliRunner().invoke(cli, ["traj", "export", str(tmp_path / "run"), "--out",
+                                     str(tmp_path / "hf")])
+    assert again.exit_code == 2 and "already exists" in again.output
+    res = CliRunner().invoke(cli, ["traj", "export", str(tmp_path), "--out",
+                                   str(tmp_path / "x")])
+    assert res.exit_code == 2 and "not a learner run dir" in res.output
+    (tmp_path / "wrong.toml").write_text("[algo_config]\ncritic_hidden = 64\n")
+    res = CliRunner().invoke(cli, ["traj", "export", str(tmp_path / "run"), "--config",
+                                   str(tmp_path / "wrong.toml"), "--out", str(tmp_path / "y")])
+    assert res.exit_code == 2 and "no checkpoint loads" in res.output  # never an empty export
+    assert not (tmp_path / "y").exists()
 
 
 @pytest.mark.slow
