@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from distrl_sdk.learn.demos import (
     read_manifest,
 )
 
-__all__ = ["FEATURES", "from_hf", "to_hf"]
+__all__ = ["FEATURES", "from_hf", "load_export", "require_datasets", "to_hf"]
 
 #: column → ``datasets`` feature type (see :func:`features`)
 FEATURES: dict[str, str] = {
@@ -50,6 +50,22 @@ def require_datasets() -> Any:
         raise ConfigError("the Hugging Face export needs the `datasets` package: "
                           'pip install "distrl[hf]"') from None
     return datasets
+
+
+def load_export(data: Any, columns: Iterable[str], what: str) -> Any:
+    """``data`` as a ``datasets.Dataset`` (loaded from a ``save_to_disk`` directory if a
+    path) that has every one of ``columns``; ConfigError naming what is wrong."""
+    ds = require_datasets()
+    if isinstance(data, str | Path):
+        try:
+            data = ds.load_from_disk(str(data))
+        except (FileNotFoundError, ValueError) as exc:
+            raise ConfigError(f"{data}: not a saved Hugging Face dataset ({exc})") from None
+    missing = set(columns) - set(data.column_names)
+    if missing:
+        raise ConfigError(f"not a DistRL {what} export: no column(s) "
+                          f"{', '.join(sorted(missing))}")
+    return data
 
 
 def features() -> Any:
@@ -102,15 +118,7 @@ def from_hf(data: Any, out: str | Path, *, append: bool = False) -> Path:
     """Write a dataset made by :func:`to_hf` (a ``datasets.Dataset``, or the directory
     ``save_to_disk`` wrote) as a ``distrl-demos`` directory; returns its manifest."""
     ds = require_datasets()
-    if isinstance(data, str | Path):
-        try:
-            data = ds.load_from_disk(str(data))
-        except (FileNotFoundError, ValueError) as exc:
-            raise ConfigError(f"{data}: not a saved Hugging Face dataset ({exc})") from None
-    missing = set(FEATURES) - set(data.column_names)
-    if missing:
-        raise ConfigError(f"not a DistRL demonstration export: no column(s) "
-                          f"{', '.join(sorted(missing))}")
+    data = load_export(data, FEATURES, "demonstration")
     meta: dict[str, Any] = {}
     with contextlib.suppress(ValueError, AttributeError):  # no DistRL description: defaults
         meta = dict(json.loads(data.info.description or "{}").get("distrl", {}))

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 from distrl_sdk.errors import ConfigError
 from distrl_sdk.learn.api import EpisodeRecord, StepRecord
-from distrl_sdk.learn.demos_hf import require_datasets
+from distrl_sdk.learn.demos_hf import load_export, require_datasets
 
 __all__ = ["FEATURES", "from_hf", "to_hf"]
 
@@ -71,15 +70,7 @@ def from_hf(data: Any) -> list[EpisodeRecord]:
     """The episodes of a dataset made by :func:`to_hf` (a ``datasets.Dataset`` or the
     directory ``save_to_disk`` wrote), in row order."""
     ds = require_datasets()
-    if isinstance(data, str | Path):
-        try:
-            data = ds.load_from_disk(str(data))
-        except (FileNotFoundError, ValueError) as exc:
-            raise ConfigError(f"{data}: not a saved Hugging Face dataset ({exc})") from None
-    missing = set(FEATURES) - set(data.column_names)
-    if missing:
-        raise ConfigError(f"not a DistRL trajectory export: no column(s) "
-                          f"{', '.join(sorted(missing))}")
+    data = load_export(data, FEATURES, "trajectory")
     out: dict[str, EpisodeRecord] = {}
     for no, row in enumerate(data.cast_column("image", ds.Image(decode=False))):
         try:
