@@ -59,8 +59,10 @@ def episodes(n: int, steps: int, seed: int) -> list[Any]:
         win = rng.random() < 0.4
         out.append(EpisodeRecord(
             id=f"e{e}", task="settings.toggle", instruction=instr, success=win,
-            reward=1.0 if win else 0.0, steps=[StepRecord(obs=d.obs or {}, choice=d.choice or {}, log_mu=d.log_prob or 0.0,
-                              reward=0.0, policy_version=0) for d in ds]))
+            reward=1.0 if win else 0.0,
+            steps=[StepRecord(obs=d.obs or {}, choice=d.choice or {},
+                              log_mu=d.log_prob or 0.0, reward=0.0, policy_version=0)
+                   for d in ds]))
     return out
 
 

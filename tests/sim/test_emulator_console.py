@@ -43,7 +43,7 @@ async def test_emulators_appear_and_adb_emu_drives_their_console(adb_path: str) 
                 assert p.port == p.console_port + 1 and p.console_port % 2 == 0  # type: ignore[operator]
                 assert await register_with_adb(adb.port, p.port)
             async with asyncio.timeout(20):
-                while (await devices(adb)) != {s: "device" for s in serials}:
+                while (await devices(adb)) != {s: "device" for s in serials}:  # noqa: ASYNC110 - polls adb's list
                     await asyncio.sleep(0.2)
             first = serials[0]
             assert "DistRL" in await adb_run(adb, "-s", first, "shell",
@@ -67,7 +67,7 @@ async def test_emulators_appear_and_adb_emu_drives_their_console(adb_path: str) 
                 "--where read=0 --projection body")
             await adb_run(adb, "-s", serials[1], "emu", "kill")
             async with asyncio.timeout(20):
-                while (await devices(adb)).get(serials[1]) == "device":
+                while (await devices(adb)).get(serials[1]) == "device":  # noqa: ASYNC110
                     await asyncio.sleep(0.2)
             assert (await devices(adb)).get(first) == "device"
 
