@@ -74,6 +74,10 @@ def sim_up(count: int, profile: str, seed: int, base_port: int, screen: str, nam
     """Start simulated phones in the background and print their serials."""
     from farm.sim import service
 
+    if as_emulator and connect:
+        raise click.UsageError("--connect is for phones reached as HOST:PORT; with "
+                               "--as-emulator they register with the adb server themselves")
+
     argv = ["sim", "serve", "--count", str(count), "--profile", profile, "--seed", str(seed),
             "--base-port", str(base_port), "--screen", screen, "--name", name]
     if connect:
