@@ -51,6 +51,11 @@ MISTAKES: list[tuple[str, list[str]]] = [
                                       "--duration", "1"]),
     ("deploy: missing learner key", ["deploy", "--device", "x", "--policy", "random",
                                      "--learner-key", "{tmp}/nope.pub", "go"]),
+    ("broker: host not an address", ["broker", "--host", "central.example"]),
+    ("broker: anonymous off loopback", ["broker", "--host", "0.0.0.0", "--allow-anonymous"]),
+    ("learner: zero processes", ["learner", "--nproc", "0", "--duration", "1"]),
+    ("traj export: not a run dir", ["traj", "export", "{tmp}", "--out", "{tmp}/x"]),
+    ("sim up: emulator and connect", ["sim", "up", "--as-emulator", "--connect"]),
 ]
 
 
