@@ -53,6 +53,7 @@ from bench.chaos import Part, _read_ids, _wait_port  # noqa: E402
 from distrl_sdk.wire import DeviceStatus, Metrics, parse_message, topics  # noqa: E402
 from distrl_sdk.wire.signing import SigningKey  # noqa: E402
 from farm.sim.adbhost import free_port  # noqa: E402
+from tui.model import FleetModel  # noqa: E402
 
 
 def _ip(*args: str) -> None:
@@ -125,6 +126,8 @@ class Deliveries:
 
     samples: list[tuple[float, dict[str, float]]] = field(default_factory=list)
     devices: dict[str, set[str]] = field(default_factory=dict)  # farm → devices seen
+    # the TUI's own fleet model, fed what `distrl tui --farm +` subscribes to
+    fleet: FleetModel = field(default_factory=FleetModel)
 
     def received(self, farm: str) -> float:
         return self.samples[-1][1].get(f"received/{farm}", 0.0) if self.samples else 0.0
@@ -152,6 +155,8 @@ async def watch(port: int, password: str, got: Deliveries, t0: float,
                 await c.subscribe(topics.learner_metrics(), qos=0)
                 await c.subscribe(f"{topics.PREFIX}/+/status/+", qos=0)
                 async for m in c.messages:
+                    payload = m.payload if isinstance(m.payload, bytes) else b""
+                    got.fleet.ingest(str(m.topic), payload)
                     parsed = parse_message(str(m.topic), m.payload)
                     body = getattr(parsed, "body", None)
                     if isinstance(body, Metrics):
@@ -265,6 +270,9 @@ async def run(n_hosts: int, phones: int, warmup_s: float, outage_s: float, after
                     break
                 await asyncio.sleep(0.25)
             caught_up = got.received(cut_farm) - before[cut_farm]
+            # what the TUI's fleet shows now (stopped farms clear their rows)
+            tui_rows = {f: sum(1 for k in got.fleet.devices
+                               if k[0] == f and k[1].startswith("127.0.0.1:")) for f in farms}
             progress("stopping: each farm flushes its spool, then the learner checkpoints")
             farm_rc = {f: await parts[f].stop(timeout=150) for f in farms}
             learner_rc = await parts["learner"].stop(timeout=90)
@@ -290,7 +298,9 @@ async def run(n_hosts: int, phones: int, warmup_s: float, outage_s: float, after
             "lost": sorted(set(ledgered) - learned),
             "delivered_during_outage": during[f],
             "longest_gap_during_outage_s": round(got.longest_gap(f, cut_at, back_at), 1),
-            "devices_seen": len(got.devices.get(f, ())), "exit_status": farm_rc[f]}
+            "devices_seen": len(got.devices.get(f, ())),
+            "tui_fleet_rows": tui_rows[f],
+            "exit_status": farm_rc[f]}
     return {
         "hosts": n_hosts, "phones_per_host": phones, "outage_s": outage_s, "cut": cut_farm,
         "cut_host_reached_broker_during_outage": cut_reachable,
@@ -308,8 +318,9 @@ def verdict(r: dict[str, Any], max_stall_s: float) -> list[str]:
     for f, s in r["farms"].items():
         if s["lost"]:
             bad.append(f"{f}: {len(s['lost'])} lost")
-        if s["devices_seen"] == 0:
-            bad.append(f"{f}: no device status reached the broker's watchers")
+        if s["devices_seen"] == 0 or s["tui_fleet_rows"] != s["devices_seen"]:
+            bad.append(f"{f}: {s['tui_fleet_rows']} rows in the TUI's fleet for "
+                       f"{s['devices_seen']} devices seen")
         if f != cut and s["longest_gap_during_outage_s"] > max_stall_s:
             bad.append(f"{f} stalled {s['longest_gap_during_outage_s']} s during the outage")
     if r["cut_host_reached_broker_during_outage"]:
@@ -328,7 +339,8 @@ def report(r: dict[str, Any], bad: list[str]) -> str:
         lines.append(f"  {f}: ledgered {s['ledgered']} · learned {s['learned']} · lost "
                      f"{len(s['lost'])} · delivered during the outage "
                      f"{s['delivered_during_outage']:.0f} · longest gap then "
-                     f"{s['longest_gap_during_outage_s']} s · devices seen {s['devices_seen']}"
+                     f"{s['longest_gap_during_outage_s']} s · devices seen {s['devices_seen']} "
+                     f"(TUI fleet rows {s['tui_fleet_rows']})"
                      + (" (cut off: what the broker already held)" if f == r["cut"] else ""))
     lines.append(f"  {r['cut']} reached the broker during the outage: "
                  f"{r['cut_host_reached_broker_during_outage']}")
