@@ -11,7 +11,7 @@ from farm.sim.adbd.socket_service import SocketHandler, socket_spec
 from farm.sim.faults import FaultKind, Faults
 from farm.sim.profiles import LatencyProfile, get_profile
 from farm.sim.shell import Shell
-from farm.sim.spec import LogBuffer, PhoneSpec, ShellResult
+from farm.sim.spec import LiveStdin, LogBuffer, PhoneSpec, ShellResult
 from farm.sim.vfs import VirtualFS
 from farm.sim.world import World
 
@@ -56,8 +56,9 @@ class SimPhone:
 
     # -- AdbdBackend -------------------------------------------------------------
     async def run_shell(self, command: str, stdin: bytes = b"",
-                        result: ShellResult | None = None) -> ShellResult:
-        return await self.shell.run(command, stdin, result)
+                        result: ShellResult | None = None,
+                        live_stdin: LiveStdin | None = None) -> ShellResult:
+        return await self.shell.run(command, stdin, result, live_stdin)
 
     async def install_stream(self, data: bytes, args: list[str]) -> str:
         return await self.shell.install_apk_bytes(data, args)

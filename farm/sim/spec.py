@@ -220,6 +220,14 @@ class SettingsAPI(Protocol):
     def list(self, namespace: str) -> list[tuple[str, str]]: ...
 
 
+class LiveStdin(Protocol):
+    """The host's stdin of a running shell stream, as it arrives."""
+
+    async def readline(self) -> bytes:
+        """The next line with its newline, what is left at EOF, or b"" after EOF."""
+        ...
+
+
 class WorldAPI(Protocol):
     """The Android model the shell drives; pixels and UI tree come from one view tree."""
 
@@ -285,9 +293,10 @@ class AdbdBackend(Protocol):
     profile: LatencyProfile
 
     async def run_shell(self, command: str, stdin: bytes = b"",
-                        result: ShellResult | None = None) -> ShellResult:
+                        result: ShellResult | None = None,
+                        live_stdin: LiveStdin | None = None) -> ShellResult:
         """Run ``command``; with ``result``, fill that one (its log is watched while the
-        command runs) and return it."""
+        command runs) and return it; ``live_stdin``: the stream's input, for ``read``."""
         ...
 
     async def install_stream(self, data: bytes, args: list[str]) -> str: ...

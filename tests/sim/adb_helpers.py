@@ -111,7 +111,8 @@ class FakeBackend:
     commands: list[str] = field(default_factory=list)
 
     async def run_shell(self, command: str, stdin: bytes = b"",
-                        result: ShellResult | None = None) -> ShellResult:
+                        result: ShellResult | None = None,
+                        live_stdin: Any = None) -> ShellResult:
         self.commands.append(command)
         result = ShellResult() if result is None else result
         rc = 0

@@ -39,7 +39,8 @@ COMMANDS = ["sed", "awk", "find", "ps", "pidof", "md5sum", "stat", "df", "top", 
             "content update --uri content://settings/global --bind value:s:1 --where",
             "content query --uri content://settings/system --where",
             "cmd statusbar", "cmd statusbar expand-notifications", "cmd notification post",
-            "cmd notification post -t", "dumpsys notification", "dumpsys window windows"]
+            "cmd notification post -t", "dumpsys notification", "dumpsys window windows",
+            "wait", "read", "read -r", "sleep 0 &", "kill -INT"]
 TOKENS = st.one_of(
     st.sampled_from(["-n", "-e", "-E", "-i", "-F", "-v", "-d", "-f", "-c", "-s", "-o", "-A",
                      "-p", "-l", "-9", "-x", "-0", "-I", "{}", "-a", "-t", "--brief",

@@ -3,9 +3,11 @@
 The backend runs the command line and writes its output into a ``ShellResult`` whose
 log records stdout and stderr in write order; this layer relays that log while the
 command runs (v1/``exec:`` merged raw, v2 one packet per write), as adbd relays its
-subprocess's pipes. Latency profiles are applied in the backend. Host stdin is
-acknowledged and dropped (nothing the host tools, adbutils or DistRL run needs it),
-except for a streamed ``cmd package install … -S N`` whose N bytes are the APK.
+subprocess's pipes. Latency profiles are applied in the backend. On a raw ``shell:``
+stream the host's input is the command's stdin as it arrives (a script's ``read``
+waits for it: adbutils' screen recording stops on a newline it sends); elsewhere it is
+acknowledged and dropped, except for a streamed ``cmd package install … -S N`` whose N
+bytes are the APK.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Callable, Iterable
 
 from farm.sim.adbd.packets import Buffer
 from farm.sim.adbd.stream import Stream
-from farm.sim.spec import STDERR, AdbdBackend, Chunk, ShellResult
+from farm.sim.spec import STDERR, AdbdBackend, Chunk, LiveStdin, ShellResult
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +68,32 @@ def _v1_events(events: Iterable[tuple[int, Chunk]]) -> list[Buffer]:
     return [chunk for _fd, chunk in events]
 
 
-async def _run(backend: AdbdBackend, command: str, result: ShellResult) -> ShellResult:
+class _StreamStdin:
+    """A raw ``shell:`` stream's host input, line by line, as the command's stdin."""
+
+    def __init__(self, stream: Stream) -> None:
+        self.stream = stream
+        self._buf = bytearray()
+
+    async def readline(self) -> bytes:
+        while b"\n" not in self._buf:
+            chunk = await self.stream.read_some(4096)
+            if not chunk:  # the host closed the stream: what is left, then EOF
+                break
+            self._buf += chunk
+        end = self._buf.find(b"\n")
+        n = len(self._buf) if end < 0 else end + 1
+        line = bytes(self._buf[:n])
+        del self._buf[:n]
+        return line
+
+
+async def _run(backend: AdbdBackend, command: str, result: ShellResult,
+               live_stdin: LiveStdin | None = None) -> ShellResult:
     """The backend's result; a crash in the phone becomes stderr + exit 255, not silence."""
     try:
+        if live_stdin is not None:
+            return await backend.run_shell(command, result=result, live_stdin=live_stdin)
         return await backend.run_shell(command, result=result)
     except Exception as exc:
         log.exception("adbd: run_shell(%r) failed", command[:200])
@@ -122,11 +147,12 @@ class _Relay:
 
 
 async def _relay_command(backend: AdbdBackend, command: str, stream: Stream,
-                         v2: bool) -> None:
+                         v2: bool, live_stdin: LiveStdin | None = None) -> None:
     result = ShellResult()
     relay = _Relay(stream, result, v2_output if v2 else _v1_events)
     try:
-        await _run(backend, command, result)
+        await _run(backend, command, result, live_stdin)
+        await stream.stop_reading()
         result.log.on_write = None
         if await relay.finish() and v2:
             await stream.write((v2_exit(result.exit_code),))
@@ -138,14 +164,16 @@ async def _relay_command(backend: AdbdBackend, command: str, stream: Stream,
 async def shell_service(args: list[str], command: str, stream: Stream,
                         backend: AdbdBackend) -> None:
     """``shell,v2,TERM=xterm,raw:cmd`` and friends; unknown arguments are ignored."""
-    stream.discard_input = True
     v2 = "v2" in args
+    stream.discard_input = v2  # v2 frames stdin in packets: not modelled, dropped
     if not command.strip():
         # An interactive (pty) shell: the simulator offers none, it just ends.
+        await stream.stop_reading()
         if v2:
             await stream.write(v2_packets(ShellResult()))
         return
-    await _relay_command(backend, command, stream, v2)
+    await _relay_command(backend, command, stream, v2,
+                         None if v2 else _StreamStdin(stream))
 
 
 def _streamed_install_size(command: str) -> tuple[list[str], str | None] | None:

@@ -108,6 +108,14 @@ class Stream:
         await self.link.send(A_OKAY, self.local_id, self.remote_id)
 
     # -- for services --------------------------------------------------------------------
+    async def stop_reading(self) -> None:
+        """From now on the host's input is acknowledged and dropped (and what waits for
+        an acknowledgement gets it)."""
+        self.discard_input = True
+        self._inbuf.clear()
+        if self._ack_pending and not self.closed:
+            await self._ack()
+
     @property
     def buffered(self) -> int:
         return len(self._inbuf)

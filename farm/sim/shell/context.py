@@ -7,14 +7,16 @@ shell process (cwd, variables, ``$?``). ``Proc`` is one command being run.
 
 from __future__ import annotations
 
+import asyncio
 import posixpath
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from farm.sim.faults import Faults
 from farm.sim.profiles import LatencyProfile
-from farm.sim.spec import LogBuffer, PhoneSpec, WorldAPI
+from farm.sim.spec import LiveStdin, LogBuffer, PhoneSpec, WorldAPI
 from farm.sim.vfs import VirtualFS
 
 Sink = list[bytes | memoryview]
@@ -92,10 +94,32 @@ class Session:
     slept: bool = False  # the command line has paid its round-trip latency
     depth: int = 0  # nesting of $(…), ( … ) and sh -c
     pid: int = 0
+    # the host's stdin as it arrives (a `shell:` stream), for `read`; None: none
+    live_stdin: LiveStdin | None = None
+    # background jobs (`cmd &`) by pid, shared with subshells as the process tree is:
+    # the job's task and the session it runs in
+    jobs: dict[int, tuple[asyncio.Task[int], Session]] = field(default_factory=dict)
+    # what SIGINT does to the command running in this session, if it handles it (as
+    # screenrecord finishes its file and exits 0); None: the signal ends it
+    sigint: Callable[[], None] | None = None
 
     def subshell(self) -> Session:
         return Session(self.phone, dict(self.vars), self.cwd, self.status, self.slept,
-                       self.depth + 1, self.pid)
+                       self.depth + 1, self.pid, self.live_stdin, self.jobs)
+
+    def signal_job(self, pid: int, number: int) -> bool:
+        """``kill -NUMBER PID`` for one of this shell's jobs: SIGINT goes to a command
+        that handles it; otherwise the job ends (cancelled, as a process the signal
+        kills). False if no such job."""
+        job = self.jobs.get(pid)
+        if job is None:
+            return False
+        task, session = job
+        if number == 2 and session.sigint is not None:
+            session.sigint()
+        else:
+            task.cancel()
+        return True
 
 
 class ExitShell(Exception):

@@ -11,9 +11,9 @@ from farm.sim.faults import Faults
 from farm.sim.profiles import CommandKind, LatencyProfile
 from farm.sim.shell.commands.pm import install_bytes
 from farm.sim.shell.context import ENV_DEFAULTS, ExitShell, Phone, Session, enc
-from farm.sim.shell.interp import SH, pay_latency, run_script
+from farm.sim.shell.interp import SH, end_jobs, pay_latency, run_script
 from farm.sim.shell.parser import ShellSyntaxError, parse
-from farm.sim.spec import LogBuffer, PhoneSpec, ShellResult, WorldAPI
+from farm.sim.spec import LiveStdin, LogBuffer, PhoneSpec, ShellResult, WorldAPI
 from farm.sim.vfs import VirtualFS
 
 log = logging.getLogger(__name__)
@@ -45,12 +45,23 @@ class Shell:
         return Session(self.phone, dict(self._env), pid=self._next_pid)
 
     async def run(self, command: str, stdin: bytes = b"",
-                  result: ShellResult | None = None) -> ShellResult:
+                  result: ShellResult | None = None,
+                  live_stdin: LiveStdin | None = None) -> ShellResult:
         """Run one command line; output goes into ``result`` (a new one by default) as it
-        is written, so a caller watching ``result.log`` can relay it while this runs."""
+        is written, so a caller watching ``result.log`` can relay it while this runs.
+        ``live_stdin`` is the stream's input as it arrives (``read`` waits on it).
+        Background jobs still running when the line ends are ended (SIGHUP)."""
         if result is None:
             result = ShellResult()
         session = self._session()
+        session.live_stdin = live_stdin
+        try:
+            return await self._run(command, stdin, result, session)
+        finally:
+            await end_jobs(session)
+
+    async def _run(self, command: str, stdin: bytes, result: ShellResult,
+                   session: Session) -> ShellResult:
         try:
             try:
                 script = parse(command)

@@ -69,6 +69,8 @@ def _var(session: Session, name: str) -> str:
         return str(session.status)
     if name == "$":
         return str(session.pid)
+    if name == "!":
+        return session.vars.get("!", "")
     if name == "#":
         return "0"
     if name == "0":
@@ -314,11 +316,71 @@ async def run_script(script: tuple[AndOr, ...], session: Session, stdin: bytes, 
                      err: list[bytes]) -> int:
     code = session.status
     for item in script:
-        code = await _run_pipeline(item.first, session, stdin, out, err)
-        for op, pipeline in item.rest:
-            if (op == "&&") == (code == 0):
-                code = await _run_pipeline(pipeline, session, stdin, out, err)
+        if item.background:
+            _start_job(item, session, out, err)
+            code = 0
+            continue
+        code = await _run_and_or(item, session, stdin, out, err)
     return code
+
+
+async def _run_and_or(item: AndOr, session: Session, stdin: bytes, out: Sink,
+                      err: list[bytes]) -> int:
+    code = await _run_pipeline(item.first, session, stdin, out, err)
+    for op, pipeline in item.rest:
+        if (op == "&&") == (code == 0):
+            code = await _run_pipeline(pipeline, session, stdin, out, err)
+    return code
+
+
+def _start_job(item: AndOr, session: Session, out: Sink, err: list[bytes]) -> None:
+    """``cmd &``: a job with its own pid (``$!``), in a subshell whose stdin is empty
+    (a non-interactive shell's background job reads /dev/null); its output goes where
+    the shell's does, as it is written."""
+    pid = session.pid + 1
+    while pid in session.jobs:
+        pid += 1
+    sub = session.subshell()
+    sub.live_stdin = None
+
+    async def job() -> int:
+        try:
+            return await _run_and_or(item, sub, b"", out, err)
+        except ExitShell as e:
+            return e.code & 0xFF
+
+    session.jobs[pid] = (asyncio.get_running_loop().create_task(job()), sub)
+    session.vars["!"] = str(pid)
+
+
+async def wait_jobs(session: Session, pids: list[int] | None = None) -> int:
+    """``wait``: until the jobs (all, or ``pids``) end; the last one's status (a job
+    ended by a signal: 128 + its number, as sh reports)."""
+    code = 0
+    for pid in list(session.jobs) if pids is None else pids:
+        job = session.jobs.get(pid)
+        if job is None:
+            code = 127
+            continue
+        task = job[0]
+        try:
+            code = await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.cancelled():
+                raise  # this shell itself is being cancelled
+            code = 128 + 2  # ended by SIGINT (kill -INT)
+        session.jobs.pop(pid, None)
+    return code
+
+
+async def end_jobs(session: Session) -> None:
+    """The command line ended: its jobs get SIGHUP and are waited for."""
+    tasks = [task for task, _sub in session.jobs.values()]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.gather(*tasks, return_exceptions=True)
+    session.jobs.clear()
 
 
 async def _run_pipeline(p: Pipeline, session: Session, stdin: bytes, out: Sink,
@@ -496,6 +558,7 @@ async def _b_sh(p: Proc) -> int:
             except OSError as e:
                 p.error(f"{SH}: {args[0]}: {e.strerror}\n")
                 return 127
+            sub.vars.update({str(i): a for i, a in enumerate(args[1:], 1)})  # $1 …
             return await run_source(src, sub, b"", p.out, p.err)
         # `sh` reading its script from stdin, as `adb exec-in sh < script` does
         return await run_source(p.stdin.decode("utf-8", "replace"), sub, b"", p.out, p.err)
@@ -543,6 +606,33 @@ async def _dispatch(p: Proc) -> int:
     return await _call(spec.handler, p)
 
 
+async def _b_wait(p: Proc) -> int:
+    try:
+        pids = [int(a) for a in p.args] or None
+    except ValueError:
+        p.error(f"{SH}: wait: {p.args[0]}: invalid pid\n")
+        return 2
+    return await wait_jobs(p.session, pids)
+
+
+async def _b_read(p: Proc) -> int:
+    """``read [-r] NAME…``: one line from stdin (a pipe's, else the stream's as it
+    arrives), split on blanks into the names (the last takes the rest); 1 at EOF."""
+    names = [a for a in p.args if a != "-r"] or ["REPLY"]
+    if p.stdin:
+        line = p.stdin.split(b"\n", 1)[0] + (b"\n" if b"\n" in p.stdin else b"")
+    elif p.session.live_stdin is not None:
+        line = await p.session.live_stdin.readline()
+    else:
+        line = b""
+    if not line:
+        return 1
+    words = line.decode("utf-8", "replace").rstrip("\n").split(None, len(names) - 1)
+    for i, name in enumerate(names):
+        p.session.vars[name] = words[i] if i < len(words) else ""
+    return 0
+
+
 BUILTINS: dict[str, Handler] = {
     "cd": _b_cd,
     "pwd": _b_pwd,
@@ -550,7 +640,8 @@ BUILTINS: dict[str, Handler] = {
     "export": _b_export,
     "unset": _b_unset,
     ":": _b_colon,
-    "wait": _b_colon,
+    "wait": _b_wait,
+    "read": _b_read,
     "trap": _b_colon,
     "set": _b_colon,
     "sh": _b_sh,

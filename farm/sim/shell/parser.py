@@ -5,7 +5,7 @@ same few lines (``screencap``, ``uiautomator dump …``) thousands of times.
 
 Grammar (what adb, adbutils and agent frameworks actually send)::
 
-    script   := sep* and_or (sep+ and_or)* sep*        sep: ';' '\\n' '&'
+    script   := sep* and_or (sep+ and_or)* sep*        sep: ';' '\\n' '&' (a job)
     and_or   := pipeline (('&&' | '||') '\\n'* pipeline)*
     pipeline := ['!'] command ('|' '\\n'* command)*
     command  := (word | redirect)+ | '(' script ')' redirect*
@@ -16,6 +16,7 @@ happens at run time (``$?`` changes between commands).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -87,6 +88,7 @@ class Pipeline:
 class AndOr:
     first: Pipeline
     rest: tuple[tuple[str, Pipeline], ...] = ()
+    background: bool = False  # ended by `&`: runs as a job, the shell goes on
 
 
 Script = tuple[AndOr, ...]
@@ -373,6 +375,8 @@ class _Parser:
             if t is None or (closing and t.kind == _OP and t.op == ")"):
                 break
             if t.kind == _OP and t.op in (";", "\n", "&"):
+                if t.op == "&":
+                    items[-1] = dataclasses.replace(items[-1], background=True)
                 self.i += 1
                 self._skip_newlines()
                 continue

@@ -331,6 +331,10 @@ async def kill(p: Proc) -> int:
             p.error(f"kill: not a number '{a}'\n")
             code = 1
             continue
+        if int(a) in p.session.jobs:  # one of this shell's background jobs (`cmd &`)
+            if number:  # signal 0 only asks whether it exists
+                p.session.signal_job(int(a), number)
+            continue
         err = _signal(p, number, int(a), table)
         if err is not None:
             p.error(f"kill: pid {a}: {err}\n")

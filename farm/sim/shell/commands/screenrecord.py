@@ -226,9 +226,11 @@ async def screenrecord(p: Proc) -> int:
     loop = asyncio.get_running_loop()
     start = loop.time()
     write_error = ""
+    interrupted = asyncio.Event()  # SIGINT (`kill -INT` of its job): finish, exit 0
+    p.session.sigint = interrupted.set
     try:
         await enc.open()
-        while True:
+        while not interrupted.is_set():
             elapsed = loop.time() - start
             due = min(int(elapsed * FPS) + 1, opts.time_limit * FPS)
             if due > enc.frames:
@@ -236,8 +238,11 @@ async def screenrecord(p: Proc) -> int:
                               due - enc.frames)
             if elapsed >= opts.time_limit:
                 break
-            await asyncio.sleep(min(1 / FPS, opts.time_limit - elapsed))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(interrupted.wait(),
+                                       min(1 / FPS, opts.time_limit - elapsed))
     finally:
+        p.session.sigint = None
         # also when the caller hangs up (cancelled): the file is finished as on SIGINT
         try:
             data = await enc.finish()
