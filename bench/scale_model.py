@@ -18,7 +18,7 @@ up, for ``--duration`` seconds it records:
 * the learner's ingest (trajectories received per second, from its metrics);
 * CPU seconds per second of every process kind (farm controllers, sim processes, adb
   servers, mosquitto, learner), and per device;
-* the spool's disk per trajectory (the farms' spool directories).
+* a trajectory's size on the wire (what a spool holds per trajectory, roughly).
 
 On 2 cores everything shares the CPU with everything else: the figures are what this
 machine sustains, and the per-device costs are upper bounds for a dedicated host.
@@ -52,6 +52,7 @@ from distrl_sdk.wire.signing import SigningKey  # noqa: E402
 from farm.sim.adbhost import PrivateAdbServer, free_port  # noqa: E402
 
 KINDS = ("traj", "status", "frame", "ack", "policy", "metrics", "cmd", "cmd_result")
+LEARNER_KINDS = ("policy", "metrics")  # published by the learner, not per device
 
 
 def kind_of(topic: str) -> str:
@@ -116,10 +117,6 @@ def _adb_server_pids(ports: list[int]) -> list[int]:
         if "fork-server" in cmd and want & set(cmd):
             out.append(proc.pid)
     return out
-
-
-def _dir_bytes(d: Path) -> int:
-    return sum(f.stat().st_size for f in d.rglob("*") if f.is_file()) if d.exists() else 0
 
 
 async def run(phones: int, groups: int, warmup_s: float, duration_s: float, work: Path,
@@ -188,8 +185,7 @@ async def run(phones: int, groups: int, warmup_s: float, duration_s: float, work
                 "learner": [learner.proc.pid] if learner.proc else [],
             }
             cpu0 = {k: _tree_cpu(v) for k, v in pids.items()}
-            rec0, spool0 = got.received or 0.0, sum(_dir_bytes(work / "spool" / f)
-                                                     for f in farms)
+            rec0 = got.received or 0.0
             got.counting = True
             t0 = time.monotonic()
             await asyncio.sleep(duration_s)
@@ -210,6 +206,10 @@ async def run(phones: int, groups: int, warmup_s: float, duration_s: float, work
     msgs = {k: round(v / wall, 1) for k, v in got.msgs.items()}
     mbs = {k: round(v / wall / 1e6, 3) for k, v in got.bytes.items()}
     traj_per_s = received / wall
+    # what grows with devices (policy blobs and metrics come from the one learner: they
+    # grow with publishes, and their fan-out with farm hosts, not with devices)
+    dev_msgs = sum(v for k, v in msgs.items() if k not in LEARNER_KINDS)
+    dev_mbs = sum(v for k, v in mbs.items() if k not in LEARNER_KINDS)
     return {
         "phones": phones, "groups": groups, "profile": profile,
         "duration_s": round(wall, 1),
@@ -220,13 +220,12 @@ async def run(phones: int, groups: int, warmup_s: float, duration_s: float, work
         "per_device": {
             "farm_cpu_ms_per_s": round(1000 * cpu["farm controllers"] / phones, 3),
             "sim_cpu_ms_per_s": round(1000 * cpu["sim processes"] / phones, 3),
-            "broker_msgs_per_s": round(sum(msgs.values()) / phones, 3),
-            "broker_kB_per_s": round(1000 * sum(mbs.values()) / phones, 3),
+            "broker_msgs_per_s": round(dev_msgs / phones, 3),
+            "broker_kB_per_s": round(1000 * dev_mbs / phones, 3),
             "trajectories_per_min": round(60 * traj_per_s / phones, 3),
         },
         "trajectory_kB_on_the_wire": round(1000 * mbs.get("traj", 0.0) / traj_per_s, 1)
         if traj_per_s else None,
-        "spool_bytes_left": sum(_dir_bytes(work / "spool" / f) for f in farms) - spool0,
         "work_dir": str(work),
     }
 
@@ -234,9 +233,11 @@ async def run(phones: int, groups: int, warmup_s: float, duration_s: float, work
 def extrapolate(r: dict[str, Any], devices: int = 10_000) -> dict[str, float]:
     """The measured per-device rates × ``devices`` (what docs/scaling.md reasons from)."""
     d = r["per_device"]
+    learner_mbs = sum(v for k, v in r["broker_in_MB_per_s"].items() if k in LEARNER_KINDS)
     return {"devices": devices,
             "broker_in_msgs_per_s": round(d["broker_msgs_per_s"] * devices),
             "broker_in_MB_per_s": round(d["broker_kB_per_s"] * devices / 1000, 1),
+            "policy_and_metrics_MB_per_s_per_learner": round(learner_mbs, 2),
             "learner_trajectories_per_s": round(d["trajectories_per_min"] * devices / 60, 1),
             "farm_controller_cores": round(d["farm_cpu_ms_per_s"] * devices / 1000, 1)}
 
@@ -251,7 +252,7 @@ def report(r: dict[str, Any]) -> str:
         f"  learner ingest: {r['learner_trajectories_per_s']} trajectories/s "
         f"({r['trajectory_kB_on_the_wire']} kB each on the wire)",
         f"  CPU (cores): {r['cpu_cores']} total {r['cpu_cores_total']}",
-        f"  per device: {r['per_device']}",
+        f"  per device (trajectories, statuses, frames, acks): {r['per_device']}",
         f"  × 10 000 devices: {x}",
     ])
 

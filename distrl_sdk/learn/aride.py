@@ -400,7 +400,7 @@ class ARIDETrainer(ActorCriticState):
         dropout = cfg.actor_dropout and has_training_mode(self.policy)
         sliced = cfg.micro_batch is not None or self.parallel is not None
         if self.parallel is not None:
-            out = exact = self.parallel.evaluate_detached(self.policy, batch.steps,
+            out = exact = self.parallel.evaluate_detached(self.policy, sample.episodes,
                                                           cfg.micro_batch)
         elif cfg.micro_batch is not None:
             out = evaluate_detached(self.policy, batch.steps, cfg.micro_batch)

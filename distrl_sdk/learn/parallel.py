@@ -7,8 +7,10 @@ only the policy and its optimiser. An update's policy passes are the expensive p
 they are sums over steps (see :mod:`distrl_sdk.learn.microbatch`):
 
 1. the no-grad pass (log π for the ratios, features for the critics): the leader
-   broadcasts the batch's steps, every rank evaluates its contiguous shard, the leader
-   gathers the outputs in order;
+   broadcasts the batch — as episode ids, with the steps only of episodes a worker has
+   not been sent yet (workers keep the last ``EPISODE_CACHE`` episodes, featurised
+   once, and the leader mirrors that cache exactly) — every rank evaluates its
+   contiguous shard, the leader gathers the outputs in order;
 2. the leader computes targets, advantages and each step's coefficients of log π and H
    exactly as one process would, and broadcasts them;
 3. the gradient pass: every rank accumulates the gradient of its shard; the gradients
@@ -29,6 +31,7 @@ signal), never left blocked in a collective.
 from __future__ import annotations
 
 import datetime
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +41,11 @@ if TYPE_CHECKING:
     from distrl_sdk.learn.api import PolicyOutput, StepRecord, TrainablePolicy
     from distrl_sdk.learn.microbatch import MicroBatchResult
 
-__all__ = ["DataParallel", "shard_bounds"]
+__all__ = ["EPISODE_CACHE", "DataParallel", "shard_bounds"]
+
+#: episodes each worker keeps (an episode is replayed many times; its steps and their
+#: featurised arrays travel once while it stays in this window)
+EPISODE_CACHE = 4096
 
 
 def shard_bounds(n: int, world: int, rank: int) -> slice:
@@ -56,6 +63,10 @@ class DataParallel:
         self.rank, self.world = rank, world
         self._steps: Sequence[StepRecord] = ()  # the batch the leader sent (workers)
         self.updates = 0
+        # episode id → its steps: on workers the cache itself, on the leader a mirror of
+        # which ids the workers hold (same inserts, same evictions, in the same order)
+        self._cache: OrderedDict[str, list[StepRecord] | None] = OrderedDict()
+        self.sent_steps = 0  # steps the leader had to send (the rest were cached)
 
     @classmethod
     def join(cls, rank: int, world: int, init_method: str, *, backend: str | None = None,
@@ -102,11 +113,49 @@ class DataParallel:
         self._bcast(("sync", policy.weights(), actor_opt.state_dict()))
 
     # -- the two passes (every rank calls them in the same order) ----------------------
-    def evaluate_detached(self, policy: TrainablePolicy, steps: Sequence[StepRecord],
+    def evaluate_detached(self, policy: TrainablePolicy, episodes: Sequence[Any],
                           micro_batch: int | None) -> PolicyOutput:
-        """Leader: the no-grad pass over ``steps``, each rank evaluating its shard."""
-        self._bcast(("evaluate", list(steps), micro_batch))
+        """Leader: the no-grad pass over the steps of ``episodes`` (EpisodeRecords, in
+        order), each rank evaluating its shard."""
+        refs: list[tuple[str, list[StepRecord] | None]] = []
+        for ep in episodes:
+            known = ep.id in self._cache
+            refs.append((ep.id, None if known else list(ep.steps)))
+            self._remember(ep.id, None)
+            if not known:
+                self.sent_steps += len(ep.steps)
+        self._bcast(("evaluate", refs, micro_batch))
+        steps = [s for ep in episodes for s in ep.steps]
         return self._evaluate_shard(policy, steps, micro_batch)  # type: ignore[return-value]
+
+    def _remember(self, key: str, steps: list[StepRecord] | None) -> None:
+        """Insert or refresh ``key`` (most recent last); evict the oldest past the cap."""
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            if steps is not None:
+                self._cache[key] = steps
+        else:
+            self._cache[key] = steps
+            while len(self._cache) > EPISODE_CACHE:
+                self._cache.popitem(last=False)
+
+    def _resolve(self, policy: TrainablePolicy,
+                 refs: list[tuple[str, list[StepRecord] | None]]) -> list[StepRecord]:
+        """Worker: the batch's steps from ids and the steps sent with new ones."""
+        prepare = getattr(policy, "prepare", None)
+        steps: list[StepRecord] = []
+        for key, sent in refs:
+            if sent is not None:
+                if prepare is not None:  # featurise once, as the leader's replay does
+                    prepare(sent)
+                self._remember(key, sent)
+            else:
+                self._remember(key, None)
+            got = self._cache[key]
+            if got is None:
+                raise RuntimeError(f"data-parallel worker lost episode {key!r}")
+            steps.extend(got)
+        return steps
 
     def _evaluate_shard(self, policy: TrainablePolicy, steps: Sequence[StepRecord],
                         micro_batch: int | None) -> PolicyOutput | None:
@@ -198,7 +247,7 @@ class DataParallel:
                 policy.load_weights(msg[1])
                 trainer.actor_opt.load_state_dict(msg[2])
             elif op == "evaluate":
-                self._evaluate_shard(policy, msg[1], msg[2])
+                self._evaluate_shard(policy, self._resolve(policy, msg[1]), msg[2])
             elif op == "accumulate":
                 trainer.actor_opt.zero_grad(set_to_none=True)
                 res = self._accumulate_shard(policy, self._steps, msg[1], msg[2], msg[3],

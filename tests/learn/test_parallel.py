@@ -62,16 +62,20 @@ def test_two_processes_take_the_single_process_steps(tmp_path: Path) -> None:
         start = copy.deepcopy(one.policy.weights())
         behaviour = copy.deepcopy(one.policy)
         rng_a, rng_b = np.random.default_rng(0), np.random.default_rng(0)
+        evaluated = 0
         for _ in range(4):
             for ep in collect(copy.deepcopy(behaviour), one.version, 6, rng_a):
                 one.add_episode(ep)
             for ep in collect(copy.deepcopy(behaviour), two.version, 6, rng_b):
                 two.add_episode(ep)
             ma, mb = one.update(), two.update()
+            evaluated += int(mb["steps"])
             assert abs(ma["actor_loss"] - mb["actor_loss"]) < 1e-5
             assert ma["steps"] == mb["steps"] and ma["entropy"] == pytest.approx(mb["entropy"])
             for k, v in one.policy.weights().items():
                 torch.testing.assert_close(two.policy.weights()[k], v, rtol=1e-5, atol=1e-6)
+        # replayed episodes travel once: the workers keep them (featurised) by id
+        assert 0 < dp.sent_steps < evaluated
         dp.stop()
     finally:
         dp.close()
