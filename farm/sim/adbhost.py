@@ -69,7 +69,11 @@ class PrivateAdbServer:
             print(adb.run("devices", "-l").stdout)
 
     The scratch HOME keeps the user's ~/.android (keys, settings) out of it, and the
-    environment is cleared of variables that would steer it elsewhere.
+    environment is cleared of variables that would steer it elsewhere. It does not scan
+    the emulator ports (``ADB_LOCAL_TRANSPORT_MAX_PORT`` below them): an adb server
+    scans 5555–5585 at start and would adopt whatever emulator-style sim phone happens
+    to listen there (another test's, another farm's); phones started as emulators
+    register with it instead (``farm.sim.console.register_with_adb``), which still works.
     """
 
     def __init__(self, adb_path: str | None = None, port: int | None = None) -> None:
@@ -83,7 +87,8 @@ class PrivateAdbServer:
             env.pop(var, None)
         env.update(HOME=self.home, TMPDIR=self.home,
                    ANDROID_USER_HOME=os.path.join(self.home, ".android"),
-                   ANDROID_ADB_SERVER_PORT=str(self.port), ADB_MDNS_AUTO_CONNECT="0")
+                   ANDROID_ADB_SERVER_PORT=str(self.port), ADB_MDNS_AUTO_CONNECT="0",
+                   ADB_LOCAL_TRANSPORT_MAX_PORT="5553")
         self.env = env
 
     def run(

@@ -112,3 +112,21 @@ async def test_the_console_protocol_raw(tmp_path: Path) -> None:
         await w.drain()
         assert await asyncio.wait_for(r.read(), 5) == b""
         w.close()
+
+
+@pytest.mark.parametrize("adb_path", ADBS)
+async def test_a_private_adb_server_adopts_no_emulator_it_was_not_told_of(
+        adb_path: str) -> None:
+    """Another test's (or farm's) emulator phones listen on the ports every adb server
+    scans at start; a private server must not pick them up (a fresh-clone CI run once
+    saw one in a registry test's device list)."""
+    async with SimFarm(1, as_emulator=True, console_token=Path("/dev/null")) as farm:
+        with PrivateAdbServer(adb_path=adb_path) as adb:
+            await asyncio.to_thread(adb.run, "start-server")
+            await asyncio.sleep(1.5)  # the scan runs right after the server starts
+            assert await devices(adb) == {}
+            assert await register_with_adb(adb.port, farm.phones[0].port)
+            async with asyncio.timeout(20):
+                while not await devices(adb):  # noqa: ASYNC110 - polls adb's list
+                    await asyncio.sleep(0.2)
+            assert await devices(adb) == {farm.serials[0]: "device"}
