@@ -303,17 +303,20 @@ class ConsoleServer:
         """Deep copies of the world and its files; what belongs to the phone process
         (faults, logcat, clocks, the renderer) is shared, not copied."""
         p = self.phone
-        w = p.world
-        keep = [p.faults, p.logcat, w._renderer, w.clock, w._wall]
-        memo: dict[int, Any] = {id(o): o for o in keep}
+        memo = self._shared(p.world)
         sh = p.shell.phone  # what the shell keeps: installed APKs' metadata, setprop
-        return copy.deepcopy((w, p.vfs, sh.installed, sh.props, sh.clipboard), memo)
+        return copy.deepcopy((p.world, p.vfs, sh.installed, sh.props, sh.clipboard), memo)
+
+    def _shared(self, world: Any) -> dict[int, Any]:
+        """A deepcopy memo that keeps the phone process's own objects shared."""
+        p = self.phone
+        return {id(o): o for o in (p.faults, p.logcat, world._renderer, world.clock,
+                                   world._wall)}
 
     def _restore(self, state: Any) -> None:
         p = self.phone
-        keep = [p.faults, p.logcat, state[0]._renderer, state[0].clock, state[0]._wall]
         world, vfs, installed, props, clip = copy.deepcopy(  # the snapshot itself stays
-            state, {id(o): o for o in keep})
+            state, self._shared(state[0]))
         old = p.world
         p.faults.on_anr[:] = [world.show_anr if getattr(f, "__self__", None) is old else f
                               for f in p.faults.on_anr]

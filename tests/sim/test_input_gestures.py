@@ -5,14 +5,13 @@ is the tap, long press or swipe its distance and duration make it."""
 from __future__ import annotations
 
 import asyncio
-import html
-import re
 
 import pytest
 
 from farm.sim.phone import SimPhone
 from farm.sim.spec import PhoneSpec
 from tests.sim.test_ime import focus_omnibox, omnibox_text, sh
+from tests.sim.test_shade import center
 
 
 @pytest.fixture
@@ -37,17 +36,9 @@ async def test_ctrl_a_then_del_clears_the_field(phone: SimPhone) -> None:
     assert (await sh(phone, "input keycombination 113"))[0] == 1  # one key is no combination
 
 
-def _row(xml: str, text: str) -> tuple[int, int]:
-    m = re.search(rf'text="{re.escape(html.escape(text))}"[^>]*'
-                  r'bounds="\[(\d+),(\d+)\]\[(\d+),(\d+)\]"', xml)
-    assert m, f"no {text!r} on screen"
-    x1, y1, x2, y2 = map(int, m.groups())
-    return (x1 + x2) // 2, (y1 + y2) // 2
-
-
 async def test_motion_events_make_a_tap_and_a_swipe(phone: SimPhone) -> None:
     await sh(phone, "am start -n com.android.settings/.Settings")
-    x, y = _row(phone.world.ui_xml(), "Network & internet")
+    x, y = center(phone.world.ui_xml(), "text", "Network & internet")
     for action in ("DOWN", "UP"):
         assert (await sh(phone, f"input motionevent {action} {x} {y}"))[0] == 0
     assert 'text="Internet"' in phone.world.ui_xml()  # the row was tapped
