@@ -154,9 +154,15 @@ class TasksSection(_Section):
 class CollectSection(_Section):
     """How episodes are collected and shipped."""
 
-    policy: Literal["random", "oracle", "learned"] = Field(
-        "random", description="Who plays the episodes: random, the task's oracle, or learned "
-        "(the newest policy a learner publishes on the broker; random until the first).")
+    policy: Literal["random", "oracle", "learned", "remote"] = Field(
+        "random", description="Who plays the episodes: random, the task's oracle, learned "
+        "(the newest policy a learner publishes on the broker; random until the first) or "
+        "remote (the learner's newest VLM policy, acting through the inference server at "
+        "inference_url: nothing is built or fetched here).")
+    inference_url: str | None = Field(None, description="With policy = remote: the "
+                                      "OpenAI-compatible server (`distrl serve`, vLLM with "
+                                      "LoRA) that the learner loads every version into "
+                                      "(`distrl learner --serve-url`).")
     mode: Literal["async", "sync"] = Field("async", description="async: a worker per device "
                                            "(DistRL); sync: rounds with a barrier (DigiRL).")
     duration_s: float | None = Field(None, gt=0, description="Stop after this many seconds "

@@ -56,6 +56,14 @@ MISTAKES: list[tuple[str, list[str]]] = [
     ("learner: zero processes", ["learner", "--nproc", "0", "--duration", "1"]),
     ("traj export: not a run dir", ["traj", "export", "{tmp}", "--out", "{tmp}/x"]),
     ("sim up: emulator and connect", ["sim", "up", "--as-emulator", "--connect"]),
+    ("serve: no policy given", ["serve", "--port", "0"]),
+    ("serve: missing checkpoint", ["serve", "--port", "0", "--init", "{tmp}/nope"]),
+    ("serve: config not JSON", ["serve", "--port", "0", "--policy-config", "{"]),
+    ("serve: not a vlm config", ["serve", "--port", "0", "--policy-config", '{"x": 1}']),
+    ("farm up: remote without a server", ["farm", "up", "--policy", "remote",
+                                          "--duration", "1"]),
+    ("farm up: server not http", ["farm", "up", "--policy", "remote", "--inference-url",
+                                  "ftp://x", "--duration", "1"]),
 ]
 
 

@@ -84,7 +84,8 @@ if TYPE_CHECKING:
 
     from distrl_sdk.learn.api import PolicyOutput, StepRecord
 
-__all__ = ["ACTION_PROMPT", "DEFAULT_LORA_TARGETS", "VLMConfig", "VLMPolicy", "format_prompt"]
+__all__ = ["ACTION_PROMPT", "DEFAULT_LORA_TARGETS", "Completion", "VLMConfig", "VLMPolicy",
+           "encode_observation", "format_prompt", "write_adapter"]
 
 #: The language model's attention projections (LLaVA, Qwen2-VL, …) and not the vision
 #: tower's, whose CLIP/ViT blocks use the same q/k/v names.
@@ -205,6 +206,16 @@ def format_prompt(obs: Mapping[str, Any], action_prompt: str = ACTION_PROMPT) ->
     return "\n".join(lines)
 
 
+def encode_observation(o: Observation, history_len: int) -> dict[str, Any]:
+    """``Decision.obs`` of a VLM step: what the prompt is built from (the frame goes
+    separately). Shared by :class:`VLMPolicy` and the remote policy, so a step decided
+    by an inference server is scored by the learner on the identical prompt."""
+    hist = o.history[-history_len:] if history_len else []
+    return {"instruction": o.instruction, "history": [_history_entry(a) for a in hist],
+            "screen_size": [int(o.screen_size[0]), int(o.screen_size[1])],
+            "step": int(o.step), "image": o.screenshot_png is not None}
+
+
 def _check_step(obs: Any, choice: Any) -> None:
     """Recorded steps come off the wire: refuse malformed ones with a ValueError."""
     ok = (isinstance(obs, Mapping) and all(k in obs for k in _OBS_KEYS)
@@ -226,6 +237,24 @@ class _Batch:
     inputs: dict[str, Any]
     choice_len: list[int]
     prompt_mask: Any = field(default=None)  # [B, L] 1 on the prompt's tokens
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One sampled reply: ``ids`` are the plain-text tokens (EOS not included; ``eos``
+    says whether generation stopped by itself), ``token_log_probs`` log π of each of
+    ``ids`` and then of EOS where ``eos``; ``log_prob`` their sum (or mean, with
+    ``logprob_reduction="mean"``), as ``Decision.log_prob``."""
+
+    text: str
+    eos: bool
+    ids: list[int]
+    log_prob: float
+    token_log_probs: list[float]
+    entropy: float
+
+    def choice(self) -> dict[str, Any]:
+        return {"text": self.text, "eos": self.eos, "ids": list(self.ids)}
 
 
 class VLMPolicy:
@@ -325,9 +354,17 @@ class VLMPolicy:
     def load_weights(self, weights: Mapping[str, torch.Tensor]) -> None:
         """Load an adapter from :meth:`weights`; refuses anything that does not fit
         exactly (names and shapes), so a stale or foreign blob never half-loads."""
-        from peft import get_peft_model_state_dict, set_peft_model_state_dict
+        from peft import set_peft_model_state_dict
 
-        own = get_peft_model_state_dict(self.model)
+        own = self._check_fit(weights)
+        set_peft_model_state_dict(
+            self.model, {k: weights[k].to(device=v.device, dtype=v.dtype) for k, v in own.items()})
+
+    def _check_fit(self, weights: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """This policy's adapter state dict, once ``weights`` is known to match it exactly."""
+        from peft import get_peft_model_state_dict
+
+        own: dict[str, torch.Tensor] = get_peft_model_state_dict(self.model)
         missing, extra = sorted(set(own) - set(weights)), sorted(set(weights) - set(own))
         if missing or extra:
             raise ValueError(f"adapter does not fit this vlm policy: missing {missing[:3]} "
@@ -336,8 +373,7 @@ class VLMPolicy:
             if tuple(weights[k].shape) != tuple(v.shape):
                 raise ValueError(f"adapter tensor {k}: shape {tuple(weights[k].shape)}, "
                                  f"this policy has {tuple(v.shape)}")
-        set_peft_model_state_dict(
-            self.model, {k: weights[k].to(device=v.device, dtype=v.dtype) for k, v in own.items()})
+        return own
 
     def save_adapter(self, directory: str | Path) -> Path:
         """PEFT ``save_pretrained``: ``adapter_config.json`` + ``adapter_model.safetensors``."""
@@ -348,28 +384,41 @@ class VLMPolicy:
     def load_adapter(self, directory: str | Path) -> None:
         """Load an adapter written by :meth:`save_adapter` (or any PEFT LoRA of the same
         rank, scale and targets on this base model)."""
+        self.load_weights(self.read_adapter(directory))
+
+    def read_adapter(self, directory: str | Path) -> dict[str, torch.Tensor]:
+        """An adapter directory's weights, checked to fit this policy (rank, scale,
+        targets, names and shapes) but not loaded: an inference server keeps several."""
         from peft import LoraConfig
         from peft.utils import load_peft_weights
 
         d = Path(directory)
         if not (d / "adapter_config.json").is_file():
             raise ConfigError(f"{d} holds no PEFT adapter (adapter_config.json missing)")
-        theirs = LoraConfig.from_pretrained(str(d))
+        try:
+            theirs = LoraConfig.from_pretrained(str(d))
+        except (OSError, ValueError, TypeError) as exc:
+            raise ConfigError(f"{d}: not a LoRA adapter config ({exc})") from None
         ours = self.model.peft_config["default"]
         for name in ("r", "lora_alpha", "target_modules"):
             a, b = getattr(theirs, name), getattr(ours, name)
             if (sorted(a) if isinstance(a, set | list) else a) != (
                     sorted(b) if isinstance(b, set | list) else b):
                 raise ConfigError(f"{d}: adapter {name}={a!r} but this policy has {b!r}")
-        self.load_weights(load_peft_weights(str(d), device="cpu"))
+        try:
+            weights: dict[str, torch.Tensor] = load_peft_weights(str(d), device="cpu")
+        except Exception as exc:  # a missing or corrupt safetensors file
+            raise ConfigError(f"{d}: adapter weights unreadable ({exc})") from None
+        try:
+            self._check_fit(weights)
+        except ValueError as exc:
+            raise ConfigError(f"{d}: {exc}") from None
+        return weights
 
     # ── acting ──────────────────────────────────────────────────────────────────────
     def encode_observation(self, o: Observation) -> dict[str, Any]:
         """``Decision.obs``: what the prompt is built from (the frame goes separately)."""
-        hist = o.history[-self.config.history_len:] if self.config.history_len else []
-        return {"instruction": o.instruction, "history": [_history_entry(a) for a in hist],
-                "screen_size": [int(o.screen_size[0]), int(o.screen_size[1])],
-                "step": int(o.step), "image": o.screenshot_png is not None}
+        return encode_observation(o, self.config.history_len)
 
     def decide(self, observations: Sequence[Observation], *, greedy: bool = False
                ) -> list[Decision]:
@@ -379,17 +428,39 @@ class VLMPolicy:
             return self._decide(observations, greedy=greedy)
 
     def _decide(self, observations: Sequence[Observation], *, greedy: bool) -> list[Decision]:
+        obs = [self.encode_observation(o) for o in observations]
+        prompts = [format_prompt(o, self.config.action_prompt) for o in obs]
+        done = self._complete(prompts, [o.screenshot_png for o in observations], greedy=greedy)
+        decisions = []
+        for o, ob, c in zip(observations, obs, done, strict=True):
+            action = parse_action(c.text, elements=o.elements, screen=o.screen_size)
+            decisions.append(Decision(action=action, log_prob=c.log_prob, obs=ob,
+                                      choice=c.choice(), info={"entropy": c.entropy}))
+        return decisions
+
+    def complete(self, prompts: Sequence[str], frames: Sequence[bytes | None], *,
+                 greedy: bool = False, max_new_tokens: int | None = None) -> list[Completion]:
+        """Sample (or arg-max) a reply to each prompt text (``format_prompt``'s output)
+        with its screenshot: what an inference server does for a chat completion. The
+        log-probs are π's, scored by the same forward pass ``evaluate`` runs."""
+        if len(prompts) != len(frames):
+            raise ValueError("one frame (or None) per prompt")
+        if not prompts:
+            return []
+        with self._lock:
+            return self._complete(prompts, frames, greedy=greedy, max_new_tokens=max_new_tokens)
+
+    def _complete(self, prompts: Sequence[str], frames: Sequence[bytes | None], *,
+                  greedy: bool, max_new_tokens: int | None = None) -> list[Completion]:
         import torch
 
-        obs = [self.encode_observation(o) for o in observations]
-        images = [self._image(o.screenshot_png) for o in observations]
-        frames = [o.screenshot_png for o in observations]
-        batch = self._layout(obs, images, [[] for _ in obs])
+        images = [self._image(f) for f in frames]
+        batch = self._layout(prompts, images, [[] for _ in prompts])
         sample = {"do_sample": True, "temperature": float(self.config.temperature),
                   "top_k": 0, "top_p": 1.0} if not greedy else {"do_sample": False}
         with torch.no_grad(), self._autocast(), self._vision.frames(frames):
             out = self.model.generate(
-                **batch.inputs, max_new_tokens=self.config.max_new_tokens,
+                **batch.inputs, max_new_tokens=max_new_tokens or self.config.max_new_tokens,
                 pad_token_id=self.pad_id, eos_token_id=self.eos_id, repetition_penalty=1.0,
                 suppress_tokens=self.banned_ids or None, **sample)
         new = out[:, batch.inputs["input_ids"].shape[1]:].tolist()
@@ -400,14 +471,13 @@ class VLMPolicy:
             text = self.tokenizer.decode(ids, skip_special_tokens=True)
             choices.append({"text": text, "eos": eos, "ids": ids})
         with torch.no_grad():
-            logp, ent, _ = self._score(obs, images, choices, features=False, frames=frames)
-        decisions = []
-        for o, ob, ch, lp, h in zip(observations, obs, choices, logp.tolist(), ent.tolist(),
-                                    strict=True):
-            action = parse_action(ch["text"], elements=o.elements, screen=o.screen_size)
-            decisions.append(Decision(action=action, log_prob=float(lp), obs=ob, choice=ch,
-                                      info={"entropy": float(h)}))
-        return decisions
+            logp, ent, _, toks = self._score(prompts, images, choices, features=False,
+                                             frames=frames, per_token=True)
+        assert toks is not None
+        return [Completion(text=ch["text"], eos=ch["eos"], ids=ch["ids"], log_prob=float(lp),
+                           token_log_probs=tl, entropy=float(h))
+                for ch, lp, h, tl in zip(choices, logp.tolist(), ent.tolist(), toks,
+                                         strict=True)]
 
     def evaluate(self, steps: Sequence[StepRecord], *, grad: bool = True,
                  features: bool = True) -> PolicyOutput:
@@ -437,11 +507,12 @@ class VLMPolicy:
                                  "(ship frames with VLM trajectories)")
             obs.append(s.obs)
             images.append(self._image(s.frame) if s.obs["image"] else None)
+        prompts = [format_prompt(o, self.config.action_prompt) for o in obs]
         with self._lock:
-            logp, ent, feats = self._score(obs, images, [s.choice for s in steps],
-                                           features=features,
-                                           frames=[s.frame if s.obs["image"] else None
-                                                   for s in steps])
+            logp, ent, feats, _ = self._score(prompts, images, [s.choice for s in steps],
+                                              features=features,
+                                              frames=[s.frame if s.obs["image"] else None
+                                                      for s in steps])
         if feats is None:
             feats = logp.new_zeros(len(steps), 0)
         return PolicyOutput(log_prob=logp, entropy=ent, features=feats)
@@ -515,15 +586,15 @@ class VLMPolicy:
         return {k: (v.to(dev, dtype=dtype) if v.is_floating_point() else v.to(dev))
                 if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
 
-    def _layout(self, obs: Sequence[Mapping[str, Any]], images: Sequence[Image.Image | None],
+    def _layout(self, prompts: Sequence[str], images: Sequence[Image.Image | None],
                 choice_ids: Sequence[list[int]]) -> _Batch:
         """Processor on the prompts, then each row's prompt tokens + its choice tokens
         re-padded on the left as one sequence (choices end-aligned), with per-token
         processor outputs (e.g. Qwen2-VL's mm_token_type_ids) carried along."""
         import torch
 
-        texts = [self._chat(format_prompt(o, self.config.action_prompt), image=img is not None)
-                 for o, img in zip(obs, images, strict=True)]
+        texts = [self._chat(p, image=img is not None)
+                 for p, img in zip(prompts, images, strict=True)]
         present = [img for img in images if img is not None]
         enc = dict(self.processor(text=texts, images=present or None, return_tensors="pt",
                                   padding=True))
@@ -594,17 +665,18 @@ class VLMPolicy:
                     m.training = False
         return scope()
 
-    def _score(self, obs: Sequence[Mapping[str, Any]], images: Sequence[Image.Image | None],
+    def _score(self, prompts: Sequence[str], images: Sequence[Image.Image | None],
                choices: Sequence[Mapping[str, Any]], *, features: bool,
-               frames: Sequence[bytes | None] | None = None
-               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+               frames: Sequence[bytes | None] | None = None, per_token: bool = False
+               ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None,
+                          list[list[float]] | None]:
         """Sum (or mean, ``logprob_reduction``) of log π over each choice's tokens, their
-        mean entropy, and (optionally) the prompt's mean last hidden state — one forward
-        pass for the batch."""
+        mean entropy, (optionally) the prompt's mean last hidden state and (``per_token``)
+        each choice token's log π, EOS included — one forward pass for the batch."""
         import torch
 
         cids = [self._choice_ids(c) for c in choices]
-        batch = self._layout(obs, images, cids)
+        batch = self._layout(prompts, images, cids)
         inputs = batch.inputs
         k = max(batch.choice_len) + 1  # logits at the last k positions predict the choices
         with self._autocast(), self._vision.frames(frames), self._checkpointing():
@@ -630,7 +702,12 @@ class VLMPolicy:
             pm = batch.prompt_mask.unsqueeze(-1).float()
             h = out.hidden_states[-1].float()
             feats = (h * pm).sum(1) / pm.sum(1).clamp_min(1.0)
-        return logp, ent, feats
+        toks = None
+        if per_token:
+            rows = tok_logp.detach().float().tolist()
+            toks = [r[len(r) - m:] if m else [] for r, m in zip(rows, batch.choice_len,
+                                                                strict=True)]
+        return logp, ent, feats, toks
 
 
 class _VisionCache:
@@ -759,3 +836,28 @@ def _load_base(cfg: VLMConfig) -> tuple[Any, Any]:
     model.eval()
     return model, processor
 
+
+
+def write_adapter(weights: Mapping[str, torch.Tensor], config: Mapping[str, Any] | VLMConfig,
+                  directory: str | Path) -> Path:
+    """Write a LoRA adapter (``weights()``' tensors, PEFT key names) in PEFT's
+    ``save_pretrained`` layout without a model at hand: ``adapter_config.json`` from the
+    policy's config and ``adapter_model.safetensors``. The learner does this for each
+    version it hands to an inference server (vLLM's ``load_lora_adapter`` reads this
+    layout); :meth:`VLMPolicy.load_adapter` reads it back."""
+    from peft import LoraConfig
+    from safetensors.torch import save_file
+
+    cfg = config if isinstance(config, VLMConfig) else VLMConfig.from_dict(config)
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    targets = cfg.lora_target_modules
+    lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
+                      bias="none", base_model_name_or_path=cfg.model_path,
+                      target_modules=targets if isinstance(targets, str) else list(targets))
+    tmp = d / "adapter_model.safetensors.tmp"
+    save_file({k: v.detach().contiguous().cpu() for k, v in weights.items()}, str(tmp),
+              metadata={"format": "pt"})
+    tmp.replace(d / "adapter_model.safetensors")
+    lora.save_pretrained(str(d))  # adapter_config.json, written last: the dir is complete
+    return d

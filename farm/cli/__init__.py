@@ -37,6 +37,7 @@ from farm.cli import (  # noqa: E402
     farm,
     keys,
     learner,
+    serve,
     sft,
     sim,
     tasks,
@@ -44,7 +45,7 @@ from farm.cli import (  # noqa: E402
 
 for _cmd in (sim.sim, demo.demo, farm.farm, farm.traj, learner.learner, deploy.deploy,
              tasks.tasks, broker.broker, config.config, demos.demos, sft.sft,
-             evaluate.eval_cmd, keys.keys):
+             evaluate.eval_cmd, keys.keys, serve.serve):
     cli.add_command(_cmd)
 
 

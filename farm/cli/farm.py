@@ -58,6 +58,14 @@ def _check_url(url: str) -> Any:
         fail(str(exc))
 
 
+def _check_http_url(url: str) -> None:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        fail(f"inference server {url!r}: give an http(s)://host:port URL")
+
+
 async def _client(url: str, **kw: Any) -> Any:
     """A connected aiomqtt client; raises ConnectionError with a clear message."""
     import aiomqtt
@@ -91,9 +99,14 @@ def farm() -> None:
               help="Start N simulated phones in-process (with a private adb server).")
 @click.option("--sim-profile", default=None,
               help="Latency profile of the sim phones (instant, emulator, pixel, old-phone).")
-@click.option("--policy", type=click.Choice(["random", "oracle", "learned"]), default=None,
+@click.option("--policy", type=click.Choice(["random", "oracle", "learned", "remote"]),
+              default=None,
               help="Who plays the episodes [default: random]; learned = the newest policy "
-                   "a `distrl learner` publishes on the broker (random until the first).")
+                   "a `distrl learner` publishes on the broker (random until the first); "
+                   "remote = the same, a VLM acting through --inference-url.")
+@click.option("--inference-url", default=None, envvar="DISTRL_INFERENCE_URL",
+              help="With --policy remote: the OpenAI-compatible inference server the learner "
+                   "loads each version into (`distrl serve`, or vLLM with --enable-lora).")
 @click.option("--mode", type=click.Choice(["async", "sync"]), default=None,
               help="async = DistRL workers; sync = DigiRL rounds [default: async].")
 @click.option("--duration", type=float, default=None,
@@ -152,8 +165,9 @@ def farm() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def farm_up(config_file: str | None, broker_url: str | None, password_file: Path | None,
             sim: int | None,
-            sim_profile: str | None, policy: str | None, mode: str | None,
-            duration: float | None, farm_id: str | None, task_names: tuple[str, ...],
+            sim_profile: str | None, policy: str | None, inference_url: str | None,
+            mode: str | None, duration: float | None, farm_id: str | None,
+            task_names: tuple[str, ...],
             task_tags: tuple[str, ...], devices: tuple[str, ...], targets: tuple[str, ...],
             spool_dir: str | None, ledger: str | None, adb_host: str | None, adb_port: int | None,
             seed: int | None, screenshots: bool | None, episode_timeout: float | None,
@@ -181,6 +195,7 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
         "broker.url": (broker_url, "--broker"),
         "broker.password": (password, "--password-file"), "sim.count": (sim, "--sim"),
         "sim.profile": (sim_profile, "--sim-profile"), "collect.policy": (policy, "--policy"),
+        "collect.inference_url": (inference_url, "--inference-url"),
         "collect.mode": (mode, "--mode"), "collect.duration_s": (duration, "--duration"),
         "farm_id": (farm_id, "--farm-id"), "tasks.names": (list(names) or None, "--task"),
         "tasks.globs": (list(globs) or None, "--task"),
@@ -209,9 +224,14 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
     if not tasks:
         fail("no tasks registered")
     st = loaded.settings
-    if st.collect.eval_every_s is not None and st.collect.policy != "learned":
+    if st.collect.eval_every_s is not None and st.collect.policy not in ("learned", "remote"):
         fail("evaluation rounds (--eval-every / collect.eval_every_s) need --policy learned; "
               "use `distrl eval` to evaluate the oracle, random or a checkpoint")
+    if (st.collect.policy == "remote") != (st.collect.inference_url is not None):
+        fail("--policy remote needs --inference-url (collect.inference_url), and only it "
+             "uses one")
+    if st.collect.inference_url is not None:
+        _check_http_url(st.collect.inference_url)
     if st.broker.url is not None:
         from farm.config import effective_broker_url
 
@@ -279,13 +299,14 @@ async def _farm_up(st: Any, tasks: list[Any], trusted: TrustedKeys | None,
             adb_port = adb.port
             _info(f"{st.sim.count} sim phone(s) on a private adb server (port {adb_port})")
         policies = None
-        if c.policy == "learned":
+        if c.policy in ("learned", "remote"):
             from farm.collect import RandomProvider
             from farm.learner.weights import LearnedPolicyProvider
 
             policies = await stack.enter_async_context(LearnedPolicyProvider(
                 broker_url, client_id=f"distrl-weights-{st.farm_id}",
-                fallback=RandomProvider(seed=c.seed), trusted=trusted))
+                fallback=RandomProvider(seed=c.seed), trusted=trusted,
+                inference_url=c.inference_url))
         evaluation = None
         if policies is not None and c.eval_every_s is not None:
             from farm.evaluate import PeriodicEval
@@ -297,7 +318,9 @@ async def _farm_up(st: Any, tasks: list[Any], trusted: TrustedKeys | None,
             broker_url=broker_url, farm_id=st.farm_id, adb_host=st.adb.host, adb_port=adb_port,
             devices=devices, tasks=tasks, policy=c.policy, mode=c.mode,
             duration_s=c.duration_s, spool_dir=st.spool_path(), ledger=c.ledger, seed=c.seed,
-            with_screenshots=c.screenshots, flush_timeout_s=c.flush_timeout_s,
+            # a remote policy is a VLM: it decides on the screen
+            with_screenshots=c.screenshots or c.policy == "remote",
+            flush_timeout_s=c.flush_timeout_s,
             ready_timeout_s=c.ready_timeout_s, episode_timeout_s=c.episode_timeout_s,
             lifecycle=st.lifecycle.to_lifecycle(), status_hz=st.live.status_hz,
             frames_hz=st.live.frames_hz, frames_total_hz=st.live.frames_total_hz,

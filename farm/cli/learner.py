@@ -116,6 +116,10 @@ def load_learner_config(path: Path | None, overrides: dict[str, Any]) -> Any:
               help="Processes sharing each update (torch.distributed; gloo on CPU, NCCL "
                    "on GPU) [default: 1]. This one keeps ingest, replay and publishing. "
                    "A-RIDE only.")
+@click.option("--serve-url", default=None, envvar="DISTRL_SERVE_URL",
+              help="OpenAI-compatible inference server with runtime LoRA loading (`distrl "
+                   "serve`, or vLLM --enable-lora): each version's adapter is loaded into it "
+                   "before farms hear of it, for farms with --policy remote. VLM only.")
 @click.option("--duration", type=click.FloatRange(0, min_open=True), default=None,
               help="Stop after this many seconds (default: until Ctrl-C).")
 @click.option("--progress-every", type=click.FloatRange(0.1), default=5.0, show_default=True,
@@ -128,7 +132,7 @@ def learner(config_path: Path | None, broker_url: str | None, password_file: Pat
             signing_key: Path | None, farm_keys: tuple[Path, ...],
             farm_key_for: tuple[tuple[str, Path], ...],
             demos: tuple[Path, ...], demo_coef: float | None, nproc: int | None,
-            duration: float | None,
+            serve_url: str | None, duration: float | None,
             progress_every: float, as_json: bool, verbose: bool) -> None:
     """Learn from the farms' trajectories (dedupe, replay, A-RIDE updates), publish
     policy versions, checkpoint and resume. Ctrl-C stops cleanly (final checkpoint)."""
@@ -142,7 +146,8 @@ def learner(config_path: Path | None, broker_url: str | None, password_file: Pat
             "policy_kind": policy_kind, "metrics_every_s": progress_every,
             "init_policy": init_policy, "demos": list(demos) or None,
             "signing_key": signing_key, "farm_keys": list(farm_keys) or None,
-            "farm_key_for": _bound_keys(farm_key_for) or None, "nproc": nproc})
+            "farm_key_for": _bound_keys(farm_key_for) or None, "nproc": nproc,
+            "serve_url": serve_url})
         if demo_coef is not None:
             cfg.algo_config = {**cfg.algo_config, "demo_coef": demo_coef}
         # --password-file replaces a password in the URL; $DISTRL_BROKER_PASSWORD fills one in

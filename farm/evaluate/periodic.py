@@ -62,6 +62,9 @@ class PeriodicEval:
         agent = self.provider.agent
         if agent is None or agent.version == self._last_version:
             return None
+        greedy_copy = getattr(agent, "greedy_copy", None)
+        if greedy_copy is not None:  # a remote policy: the server holds the version's weights
+            return greedy_copy(), agent
         # the provider loads new weights only into policy objects no live agent uses:
         # holding its agent for the round keeps this object's weights frozen
         return PolicyAgent(agent.policy, agent.version, greedy=True), agent

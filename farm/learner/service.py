@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, Literal, TextIO, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from distrl_sdk.errors import ConfigError
 from distrl_sdk.learn.api import EpisodeRecord, StepRecord
 from distrl_sdk.wire import (
     DecodedTrajectory,
@@ -66,12 +67,19 @@ from farm.aio import cancel_and_wait
 from farm.evaluate.aggregate import EvalAggregator
 from farm.learner.metrics import LearnerStats, ScalarLog
 from farm.learner.paths import CHECKPOINTS, CKPT_PREFIX
-from farm.learner.weights import MqttLink, PublishedBlob, WeightPublisher, serialize_weights
+from farm.learner.weights import (
+    MqttLink,
+    PublishedBlob,
+    WeightPublisher,
+    deserialize_weights,
+    serialize_weights,
+)
 from farm.transport import Backoff, SeenIds, TrajectorySubscriber
 
 if TYPE_CHECKING:
     from distrl_sdk.learn.api import TrainablePolicy, Trainer
     from farm.learner.parallel import WorkerGroup
+    from farm.serve.lora import AdapterLoader
 
 __all__ = ["CheckpointError", "LearnerConfig", "LearnerService", "PolicyBuilder",
            "TrainerFactory"]
@@ -181,6 +189,15 @@ class LearnerConfig(BaseModel):
                                    "gloo on CPU, NCCL on GPU): this one keeps ingest, "
                                    "replay and publishing, the others take shards of the "
                                    "policy passes; gradients are all-reduced. A-RIDE only.")
+    serve_url: str | None = Field(
+        None, description="An OpenAI-compatible inference server with runtime LoRA loading "
+                          "(`distrl serve`, or vLLM with --enable-lora): each version's "
+                          "adapter is written under RUN_DIR/adapters and loaded into it as "
+                          "distrl-vN before its pointer is published, so farms with --policy "
+                          "remote act through it. VLM policies only.")
+    serve_api_key: str | None = Field(None, description="Bearer key of that server, if any.")
+    serve_keep: int = Field(4, ge=1, description="Adapter versions kept loaded on the "
+                                                 "inference server.")
     max_updates_per_episode: float | None = Field(
         None, gt=0, description="Replay-ratio cap: at most this many updates per episode "
                                 "received (None: train whenever ready). On a small machine an "
@@ -462,6 +479,8 @@ class LearnerService:
         self.subscriber: TrajectorySubscriber | None = None
         self.link: MqttLink | None = None
         self.publisher: WeightPublisher | None = None
+        self.adapters: AdapterLoader | None = None  # with serve_url
+        self.serve_errors = 0
         self.ready = asyncio.Event()  # restored, subscribed and first version published
         self._replay: int | None = None
         self._trainer_seq = itertools.count(1)  # advanced in the trainer thread only
@@ -830,6 +849,16 @@ class LearnerService:
     async def _publish_now(self, blob: tuple[int, bytes, str, dict[str, Any]]) -> None:
         assert self.publisher is not None
         version, data, kind, cfg = blob
+        if self.adapters is not None:  # the server first: farms act on it once they hear
+            from farm.serve.lora import LoadError
+
+            try:
+                weights = await asyncio.to_thread(deserialize_weights, data)
+                await self.adapters.load(version, weights, cfg)
+            except LoadError as exc:
+                self.serve_errors += 1
+                log.warning("policy v%d not published: %s", version, exc)
+                return  # the next snapshot tries again
         await asyncio.to_thread(self._write_hwm, version)
         await self.publisher.publish(data, version, kind=kind, config=cfg)
         self.published_version = version
@@ -845,6 +874,9 @@ class LearnerService:
                    updates=float(self.updates), received=float(self.received),
                    episodes=float(self.episodes), checkpoints=float(self.checkpoints),
                    checkpoint_errors=float(self.checkpoint_errors))
+        if self.adapters is not None:
+            out["serve/loaded"] = float(self.adapters.loads)
+            out["serve/errors"] = float(self.serve_errors)
         if self._replay is not None:
             out["replay_size"] = float(self._replay)
         sub = self.subscriber
@@ -975,6 +1007,20 @@ class LearnerService:
         signer = learner_signing_key(cfg.signing_key)
         self.publisher = WeightPublisher(self.link, keep=cfg.keep_versions, signer=signer)
         self.publisher.published = list(self._published_blobs)
+        if cfg.serve_url is not None:
+            from farm.serve.lora import AdapterLoader, LoadError
+
+            if self.trainer.policy.kind != "vlm":
+                self._release()
+                raise ConfigError(f"serve_url: only vlm policies are served remotely (this "
+                                  f"learner trains a {self.trainer.policy.kind} policy)")
+            self.adapters = AdapterLoader(cfg.serve_url, self.run_dir / "adapters",
+                                          keep=cfg.serve_keep, api_key=cfg.serve_api_key)
+            try:
+                await self.adapters.check()
+            except LoadError as exc:
+                self._release()
+                raise ConfigError(str(exc)) from None
         seen = self._ids  # one memory of ids, the subscriber's and the checkpoint's
         self.subscriber = TrajectorySubscriber(
             cfg.broker_url, farm_id=cfg.farm_id, client_id=cfg.client_id, clean_session=False,

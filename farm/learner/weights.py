@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
     from distrl_sdk.device import Device
     from distrl_sdk.learn.api import PolicyAgent, TrainablePolicy
+    from distrl_sdk.policies.remote import RemotePolicy
     from distrl_sdk.task import Task
 
 __all__ = [
@@ -290,7 +291,7 @@ class WeightPublisher:
 
 # ----------------------------------------------------------------------------- subscriber
 
-OnPolicy = Callable[[dict[str, "torch.Tensor"], PolicyPointer], Awaitable[None] | None]
+OnPolicy = Callable[[dict[str, "torch.Tensor"] | None, PolicyPointer], Awaitable[None] | None]
 
 
 class _Fetch:
@@ -371,8 +372,12 @@ class WeightSubscriber(_Background):
     def __init__(self, url: str, on_weights: OnPolicy, *, client_id: str | None = None,
                  version: int = -1, fetch_timeout_s: float = 60.0,
                  max_blob_bytes: int = 2 * 1024**3, backoff: Backoff | None = None,
-                 keepalive: int = 15, trusted: TrustedKeys | None = None) -> None:
+                 keepalive: int = 15, trusted: TrustedKeys | None = None,
+                 fetch_blobs: bool = True) -> None:
         self.address = parse_broker_url(url)
+        # False: hand on accepted pointers with weights None (a farm acting through an
+        # inference server, which the learner loaded the version into, never fetches them)
+        self.fetch_blobs = fetch_blobs
         self.on_weights = on_weights
         self.trusted = trusted  # None: any well-formed pointer (tests, one-process use)
         self.client_id = client_id or f"distrl-weights-{uuid.uuid4().hex[:10]}"
@@ -497,6 +502,9 @@ class WeightSubscriber(_Background):
         except ConfigError as exc:
             self._refuse("bad_config", f"v{p.version}: {exc}")
             return
+        if not self.fetch_blobs:  # the weights live on an inference server: the pointer is all
+            await self._accept(None, p)
+            return
         self._fetch = f = _Fetch(p)
         self._start_timer(f)
         await client.subscribe(topics.policy_blob(p.version) + "/+", qos=1)
@@ -558,6 +566,9 @@ class WeightSubscriber(_Background):
             return
         if p.version <= self.version:  # a newer one won the race meanwhile
             return
+        await self._accept(weights, p)
+
+    async def _accept(self, weights: dict[str, torch.Tensor] | None, p: PolicyPointer) -> None:
         try:
             res = self.on_weights(weights, p)
             if res is not None:
@@ -603,13 +614,20 @@ class LearnedPolicyProvider:
     def __init__(self, url: str, *, client_id: str | None = None, greedy: bool = False,
                  fetch_timeout_s: float = 60.0, ready_timeout_s: float = 120.0,
                  fallback: PolicyProvider | None = None,
-                 trusted: TrustedKeys | None = None) -> None:
+                 trusted: TrustedKeys | None = None, inference_url: str | None = None,
+                 inference_api_key: str | None = None) -> None:
         self.greedy = greedy
+        # acting through an OpenAI-compatible server (vLLM + LoRA) that the learner loads
+        # every version into: pointers only, no blobs fetched, no model built here
+        self.inference_url = inference_url
+        self.inference_api_key = inference_api_key
+        self._http: Any = None
         self.fallback = fallback  # plays (e.g. RandomProvider) until the first version
         self.ready_timeout_s = ready_timeout_s
         self.subscriber = WeightSubscriber(url, self._on_weights, client_id=client_id,
-                                           fetch_timeout_s=fetch_timeout_s, trusted=trusted)
-        self.agent: PolicyAgent | None = None
+                                           fetch_timeout_s=fetch_timeout_s, trusted=trusted,
+                                           fetch_blobs=inference_url is None)
+        self.agent: PolicyAgent | RemotePolicy | None = None
         self.swaps = 0
         self.builds = 0
         self._slots: list[_Slot] = []
@@ -624,10 +642,19 @@ class LearnedPolicyProvider:
         return self.subscriber.refused
 
     async def start(self) -> None:
+        if self.inference_url is not None and self._http is None:
+            import httpx
+
+            # decisions wait on the server's batches: generous read timeout, many sockets
+            self._http = httpx.AsyncClient(timeout=httpx.Timeout(120.0, connect=10.0),
+                                           limits=httpx.Limits(max_connections=256))
         await self.subscriber.start()
 
     async def stop(self) -> None:
         await self.subscriber.stop()
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
 
     async def __aenter__(self) -> LearnedPolicyProvider:
         await self.start()
@@ -673,15 +700,32 @@ class LearnedPolicyProvider:
         self._slots.append(slot)
         return slot
 
-    async def _on_weights(self, weights: dict[str, torch.Tensor], p: PolicyPointer) -> None:
+    async def _on_weights(self, weights: dict[str, torch.Tensor] | None,
+                          p: PolicyPointer) -> None:
+        if self.inference_url is not None:
+            self._on_remote(p)
+            return
         from distrl_sdk.learn.api import PolicyAgent
 
+        assert weights is not None
         slot = await self._slot_for(p.kind, dict(p.config))
         # no live agent uses this object, so no decide() can run on it while it loads
         await asyncio.to_thread(slot.policy.load_weights, weights)
         agent = PolicyAgent(slot.policy, p.version, greedy=self.greedy)
         slot.agent = weakref.ref(agent)
         self.agent = agent
+        self.swaps += 1
+        self._ready.set()
+
+    def _on_remote(self, p: PolicyPointer) -> None:
+        from distrl_sdk.policies.remote import RemotePolicy
+
+        if p.kind != "vlm":
+            raise ConfigError(f"a {p.kind} policy cannot be served remotely (--policy remote "
+                              "plays vlm policies through an inference server)")
+        assert self.inference_url is not None and self._http is not None
+        self.agent = RemotePolicy(self._http, self.inference_url, p.version, dict(p.config),
+                                  greedy=self.greedy, api_key=self.inference_api_key)
         self.swaps += 1
         self._ready.set()
 
