@@ -360,7 +360,8 @@ def _hint(word: str, choices: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _read_file(path: Path) -> dict[str, Any]:
+def read_toml(path: Path) -> dict[str, Any]:
+    """A config file's document; ``ConfigError`` naming the file when it cannot be read."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -368,14 +369,24 @@ def _read_file(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
     try:
-        doc = tomllib.loads(raw.decode("utf-8"))
+        return tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         raise ConfigError(f"{path}: not UTF-8 text (is it a TOML file?)") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: TOML syntax error: {exc}") from None
+
+
+#: Tables of the shared config file that belong to other roles (the learner's)
+OTHER_ROLES = frozenset({"learner"})
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    doc = read_toml(path)
     flat: dict[str, Any] = {}
     problems: list[str] = []
     for top, value in doc.items():
+        if top in OTHER_ROLES:
+            continue  # one file for every role: the learner reads its own table
         if top in SECTIONS:
             if not isinstance(value, dict):
                 problems.append(f"{path}: {top}: expected a [{top}] table, got "
@@ -391,7 +402,7 @@ def _read_file(path: Path) -> dict[str, Any]:
         elif top in FIELDS:
             flat[top] = value
         else:
-            where = [k for k in FIELDS if "." not in k] + SECTIONS
+            where = [k for k in FIELDS if "." not in k] + SECTIONS + sorted(OTHER_ROLES)
             problems.append(f"{path}: {top}: unknown field or section{_hint(top, where)}")
     if problems:
         raise ConfigError("\n".join(problems))

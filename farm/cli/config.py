@@ -23,8 +23,9 @@ class FieldsHelp(click.Command):
 
     def format_epilog(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         from farm.config import fields_help
+        from farm.learner.settings import learner_fields_help
 
-        self.epilog = fields_help()
+        self.epilog = fields_help() + "\n" + learner_fields_help()
         super().format_epilog(ctx, formatter)
 
 
@@ -37,20 +38,29 @@ def _value(data: dict[str, Any], key: str) -> Any:
 
 @click.group("config", context_settings=CONTEXT)
 def config() -> None:
-    """Look at the farm configuration (flags > DISTRL_* env vars > TOML file > defaults)."""
+    """Look at the effective configuration of a role (flags > DISTRL_* env vars > TOML
+    file > defaults). One file serves every role: the farm's sections and a [learner]
+    table; one variable scheme: DISTRL_<SECTION>_<FIELD> for the farm,
+    DISTRL_LEARNER_<FIELD> for the learner, DISTRL_BROKER_URL for both."""
 
 
 @config.command("show", cls=FieldsHelp, context_settings=CONTEXT)
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), default=None,
               envvar="DISTRL_CONFIG", show_envvar=True, help="TOML config file.")
+@click.option("--role", type=click.Choice(["farm", "learner"]), default="farm",
+              show_default=True, help="Whose configuration: `distrl farm up`'s or "
+                                      "`distrl learner`'s.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print {config, sources} as JSON instead of a table.")
-def show(config_file: str | None, as_json: bool) -> None:
-    """Print the effective configuration (secrets masked) and where each value came from:
-    default, the file, an environment variable or a flag."""
+def show(config_file: str | None, role: str, as_json: bool) -> None:
+    """Print the effective configuration of a role (secrets masked) and where each value
+    came from: default, the file, an environment variable or a flag."""
     from farm.config import FIELDS, SECRET_KEYS, ConfigError, load_settings, masked
 
     try:
+        if role == "learner":
+            _show_learner(config_file, as_json)
+            return
         loaded = load_settings(config_file)
     except ConfigError as exc:
         Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}",
@@ -73,4 +83,26 @@ def show(config_file: str | None, as_json: bool) -> None:
         src = loaded.sources[key]
         table.add_row(key, escape(shown), escape(src),
                       style="dim" if src == "default" else None)
+    Console().print(table)
+
+
+def _show_learner(config_file: str | None, as_json: bool) -> None:
+    from farm.learner.settings import LEARNER_FIELDS, load_learner_settings, masked_learner
+
+    loaded = load_learner_settings(config_file)
+    data = masked_learner(loaded.config)
+    if as_json:
+        click.echo(json.dumps({"config": data, "sources": loaded.sources,
+                               "file": str(loaded.path) if loaded.path else None}, indent=2))
+        return
+    table = Table(title=f"learner config{f' ({loaded.path})' if loaded.path else ''}")
+    for col in ("key", "value", "source"):
+        table.add_column(col, overflow="fold")
+    for key in LEARNER_FIELDS:
+        v = data[key]
+        shown = ("-" if v is None else json.dumps(v) if isinstance(v, dict)
+                 else ", ".join(map(str, v)) if isinstance(v, list)
+                 else str(v).lower() if isinstance(v, bool) else str(v))
+        src = loaded.sources[key]
+        table.add_row(key, escape(shown), escape(src), style="dim" if src == "default" else None)
     Console().print(table)

@@ -8,7 +8,6 @@ import json
 import logging
 import signal
 import time
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -45,41 +44,25 @@ def _info(message: str) -> None:
 
 
 def load_learner_config(path: Path | None, overrides: dict[str, Any]) -> Any:
-    """File (top-level keys, or a ``[learner]`` table) < flags. Raises ``ValueError``
-    with the file and field named."""
-    from pydantic import ValidationError
+    """Defaults < the file's ``[learner]`` table (``--config`` or ``$DISTRL_CONFIG``) <
+    ``DISTRL_LEARNER_*`` / ``DISTRL_BROKER_URL`` < flags (``overrides``: field → value, or
+    → (value, flag name)). Raises ``ConfigError`` (a ValueError) naming file/variable/flag
+    and field."""
+    from farm.learner.settings import load_learner_settings
 
-    from farm.learner.service import LearnerConfig
-
-    data: dict[str, Any] = {}
-    where = "flags"
-    if path is not None:
-        where = str(path)
-        try:
-            doc = tomllib.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{path}: not valid TOML ({exc})") from None
-        table = doc.get("learner", doc)
-        if not isinstance(table, dict):
-            raise ValueError(f"{path}: [learner] must be a table")
-        data.update(table)
-    data.update({k: v for k, v in overrides.items() if v is not None})
-    try:
-        return LearnerConfig.model_validate(data)
-    except ValidationError as exc:
-        errs = "; ".join(f"{'.'.join(map(str, e['loc'])) or '?'}: {e['msg']}"
-                         for e in exc.errors())
-        raise ValueError(f"{where}: {errs}") from None
+    flags = {k: v if isinstance(v, tuple) else (v, "--" + k.replace("_", "-"))
+             for k, v in overrides.items()}
+    return load_learner_settings(path, flags=flags).config
 
 
 @click.command("learner", context_settings=CONTEXT)
 @click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path),
-              default=None, help="TOML file with LearnerConfig fields (top level or "
-                                 "[learner]); flags override it.")
-@click.option("--broker", "broker_url", default=None, envvar="DISTRL_BROKER_URL",
-              help="MQTT broker URL (env DISTRL_BROKER_URL) [default: the config's, else "
+              default=None, help="TOML file: its [learner] table (the farm's sections "
+                                 "may sit beside it) [default: $DISTRL_CONFIG]. "
+                                 "DISTRL_LEARNER_<FIELD> variables override it, flags "
+                                 "override both (`distrl config show --role learner`).")
+@click.option("--broker", "broker_url", default=None,
+              help="MQTT broker URL [default: $DISTRL_BROKER_URL, the config's, else "
                    "mqtt://127.0.0.1:1883].")
 @password_file_option
 @click.option("--run-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -116,7 +99,7 @@ def load_learner_config(path: Path | None, overrides: dict[str, Any]) -> Any:
               help="Processes sharing each update (torch.distributed; gloo on CPU, NCCL "
                    "on GPU) [default: 1]. This one keeps ingest, replay and publishing. "
                    "A-RIDE only.")
-@click.option("--serve-url", default=None, envvar="DISTRL_SERVE_URL",
+@click.option("--serve-url", default=None,
               help="OpenAI-compatible inference server with runtime LoRA loading (`distrl "
                    "serve`, or vLLM --enable-lora): each version's adapter is loaded into it "
                    "before farms hear of it, for farms with --policy remote. VLM only.")
@@ -142,12 +125,13 @@ def learner(config_path: Path | None, broker_url: str | None, password_file: Pat
                         format="%(asctime)s %(name)s: %(message)s")
     try:
         cfg = load_learner_config(config_path, {
-            "broker_url": broker_url, "run_dir": run_dir, "algorithm": algo,
-            "policy_kind": policy_kind, "metrics_every_s": progress_every,
-            "init_policy": init_policy, "demos": list(demos) or None,
-            "signing_key": signing_key, "farm_keys": list(farm_keys) or None,
-            "farm_key_for": _bound_keys(farm_key_for) or None, "nproc": nproc,
-            "serve_url": serve_url})
+            "broker_url": (broker_url, "--broker"), "run_dir": run_dir,
+            "algorithm": (algo, "--algo"), "policy_kind": (policy_kind, "--policy"),
+            "metrics_every_s": (progress_every, "--progress-every"),
+            "init_policy": (init_policy, "--init"), "demos": list(demos) or None,
+            "signing_key": signing_key, "farm_keys": (list(farm_keys) or None, "--farm-key"),
+            "farm_key_for": (_bound_keys(farm_key_for) or None, "--farm-key-for"),
+            "nproc": nproc, "serve_url": serve_url})
         if demo_coef is not None:
             cfg.algo_config = {**cfg.algo_config, "demo_coef": demo_coef}
         # --password-file replaces a password in the URL; $DISTRL_BROKER_PASSWORD fills one in

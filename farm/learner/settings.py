@@ -1,0 +1,175 @@
+"""The learner's configuration, layered as the farm's and from the same file.
+
+Layers, highest first: **flags** > **environment** > **the TOML file** (``--config`` or
+``$DISTRL_CONFIG``, the file the farm reads too) > **defaults**, and ``sources`` says
+which layer set each field (``distrl config show --role learner``).
+
+- File: the ``[learner]`` table of the shared file (the farm ignores it; the learner
+  ignores the farm's sections). A file of the learner's top-level keys alone, as older
+  learner files were, still works.
+- Environment: ``DISTRL_LEARNER_<FIELD>`` (``DISTRL_LEARNER_PUBLISH_EVERY=10``), except
+  the broker, which is ``DISTRL_BROKER_URL`` for every role. Lists are comma-separated,
+  tables (``algo_config``, ``policy_config``, ``farm_key_for``) JSON; an empty variable
+  unsets an optional field.
+
+Mistakes are ``ConfigError`` naming the file, variable or flag and the field.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, get_args, get_origin
+
+from pydantic import ValidationError
+
+from farm import config as farm_config
+from farm.config import CONFIG_ENV, ConfigError, _hint, _source_label, read_toml
+from farm.learner.service import LearnerConfig
+
+__all__ = ["LEARNER_FIELDS", "LoadedLearner", "learner_env_name", "load_learner_settings",
+           "masked_learner"]
+
+ENV_PREFIX = "DISTRL_LEARNER_"
+#: fields every role reads from one variable
+SHARED_ENV = {"broker_url": "DISTRL_BROKER_URL"}
+TABLE = "learner"
+SECRET_FIELDS = frozenset({"serve_api_key"})
+
+LEARNER_FIELDS: dict[str, Any] = dict(LearnerConfig.model_fields)
+
+
+def learner_env_name(field: str) -> str:
+    """``publish_every`` → ``DISTRL_LEARNER_PUBLISH_EVERY``; the broker's is shared."""
+    return SHARED_ENV.get(field, ENV_PREFIX + field.upper())
+
+
+@dataclass
+class LoadedLearner:
+    config: LearnerConfig
+    sources: dict[str, str]  # field → "default" | "file F" | "env NAME" | "flag --x"
+    path: Path | None = None
+
+
+def _kind(annotation: Any) -> str:
+    """"list", "dict" or "" for a field's annotation (Optional unwrapped)."""
+    for a in (annotation, *get_args(annotation)):
+        origin = get_origin(a)
+        if origin is list:
+            return "list"
+        if origin is dict:
+            return "dict"
+    return ""
+
+
+def _optional(annotation: Any) -> bool:
+    return type(None) in get_args(annotation)
+
+
+def _from_file(path: Path) -> dict[str, Any]:
+    doc = read_toml(path)
+    if TABLE in doc:
+        table = doc[TABLE]
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [{TABLE}] must be a table")
+        where = f"{path}: [{TABLE}]"
+    else:  # an older learner file: top-level keys, or a farm file with no learner table
+        farm_keys = set(farm_config.SECTIONS) | {k for k in farm_config.FIELDS if "." not in k}
+        table = {k: v for k, v in doc.items() if k not in farm_keys}
+        where = str(path)
+    unknown = [k for k in table if k not in LEARNER_FIELDS]
+    if unknown:
+        raise ConfigError("\n".join(f"{where} {k}: unknown learner field"
+                                    f"{_hint(k, LEARNER_FIELDS)}" for k in unknown))
+    return dict(table)
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
+    out: dict[str, tuple[Any, str]] = {}
+    for name, f in LEARNER_FIELDS.items():
+        var = learner_env_name(name)
+        if var not in env:
+            continue
+        raw = env[var]
+        value: Any = raw
+        kind = _kind(f.annotation)
+        if raw.strip() == "" and (_optional(f.annotation) or kind):
+            value = None if _optional(f.annotation) else ([] if kind == "list" else {})
+        elif kind == "list":
+            value = [x.strip() for x in raw.split(",") if x.strip()]
+        elif kind == "dict":
+            try:
+                value = json.loads(raw)
+            except ValueError as exc:
+                raise ConfigError(f"{var} ({name}): not a JSON object ({exc})") from None
+        out[name] = (value, f"env {var}")
+    return out
+
+
+def load_learner_settings(path: str | os.PathLike[str] | None = None, *,
+                          env: Mapping[str, str] | None = None,
+                          flags: Mapping[str, tuple[Any, str]] | None = None,
+                          ) -> LoadedLearner:
+    """Merge defaults < file < environment < flags and validate. ``flags``: field →
+    (value, flag name); None values are "not given"."""
+    env = os.environ if env is None else env
+    if path is None and env.get(CONFIG_ENV):
+        path = env[CONFIG_ENV]
+    p = Path(path) if path is not None else None
+    data: dict[str, Any] = {}
+    sources = {name: "default" for name in LEARNER_FIELDS}
+    if p is not None:
+        for k, v in _from_file(p).items():
+            data[k], sources[k] = v, f"file {p}"
+    for k, (v, src) in _from_env(env).items():
+        data[k], sources[k] = v, src
+    for k, (v, flag) in (flags or {}).items():
+        if k not in LEARNER_FIELDS:
+            raise KeyError(f"no learner field {k!r}")  # a programming error
+        if v is not None:
+            data[k], sources[k] = v, f"flag {flag}"
+    try:
+        config = LearnerConfig.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors(include_url=False):
+            key = str(err["loc"][0]) if err["loc"] else "?"
+            msg = err["msg"].removeprefix("Value error, ")
+            got = err.get("input")
+            if err["type"] not in ("missing", "extra_forbidden") and key not in SECRET_FIELDS \
+                    and not isinstance(got, dict):
+                msg += f" (got {got!r})"[:120]
+            lines.append(f"{_source_label(sources.get(key, 'default'), key)}: {msg}")
+        raise ConfigError("\n".join(lines)) from None
+    return LoadedLearner(config, sources, p)
+
+
+def masked_learner(config: LearnerConfig) -> dict[str, Any]:
+    """The config as JSON-able data, the broker password and API key masked."""
+    from distrl_sdk.wire.url_mask import mask_url
+
+    data = config.model_dump(mode="json")
+    data["broker_url"] = mask_url(data["broker_url"])
+    for k in SECRET_FIELDS:
+        if data.get(k) is not None:
+            data[k] = "****"
+    return data
+
+
+def learner_fields_help() -> str:
+    """Every learner field with its variable and default (for --help epilogs)."""
+    import textwrap
+
+    from farm.config import _fmt_default
+
+    lines = ["", "\b", f"[{TABLE}] (role learner)"]
+    for name, f in LEARNER_FIELDS.items():
+        default = f.get_default(call_default_factory=True)
+        shown = json.dumps(default) if isinstance(default, dict) else _fmt_default(default)
+        lines.append(f"  {name} / {learner_env_name(name)} ({shown})")
+        lines += textwrap.wrap(f.description or "", 92, initial_indent=" " * 6,
+                               subsequent_indent=" " * 6)
+    return "\n".join(lines)
