@@ -59,50 +59,38 @@ def show(config_file: str | None, role: str, as_json: bool) -> None:
 
     try:
         if role == "learner":
-            _show_learner(config_file, as_json)
-            return
-        loaded = load_settings(config_file)
+            from farm.learner.settings import (
+                LEARNER_FIELDS,
+                load_learner_settings,
+                masked_learner,
+            )
+
+            got = load_learner_settings(config_file)
+            data, sources, path = masked_learner(got.config), got.sources, got.path
+            keys: list[str] = list(LEARNER_FIELDS)
+        else:
+            loaded = load_settings(config_file)
+            data, sources, path = masked(loaded.settings), loaded.sources, loaded.path
+            keys = list(FIELDS)
     except ConfigError as exc:
         Console(stderr=True, soft_wrap=True).print(f"[bold red]error:[/] {escape(str(exc))}",
                                                    highlight=False)
         sys.exit(2)
-    data = masked(loaded.settings)
     if as_json:
-        click.echo(json.dumps({"config": data, "sources": loaded.sources,
-                               "file": str(loaded.path) if loaded.path else None}, indent=2))
+        click.echo(json.dumps({"config": data, "sources": sources,
+                               "file": str(path) if path else None}, indent=2))
         return
-    table = Table(title=f"farm config{f' ({loaded.path})' if loaded.path else ''}")
+    table = Table(title=f"{role} config{f' ({path})' if path else ''}")
     for col in ("key", "value", "source"):
         table.add_column(col, overflow="fold")
-    for key in FIELDS:
+    for key in keys:
         v = _value(data, key)
-        shown = ("-" if v is None else ", ".join(map(str, v)) if isinstance(v, list)
-                 else str(v).lower() if isinstance(v, bool) else str(v))
-        if key in SECRET_KEYS and v is not None:
-            shown = "****"
-        src = loaded.sources[key]
-        table.add_row(key, escape(shown), escape(src),
-                      style="dim" if src == "default" else None)
-    Console().print(table)
-
-
-def _show_learner(config_file: str | None, as_json: bool) -> None:
-    from farm.learner.settings import LEARNER_FIELDS, load_learner_settings, masked_learner
-
-    loaded = load_learner_settings(config_file)
-    data = masked_learner(loaded.config)
-    if as_json:
-        click.echo(json.dumps({"config": data, "sources": loaded.sources,
-                               "file": str(loaded.path) if loaded.path else None}, indent=2))
-        return
-    table = Table(title=f"learner config{f' ({loaded.path})' if loaded.path else ''}")
-    for col in ("key", "value", "source"):
-        table.add_column(col, overflow="fold")
-    for key in LEARNER_FIELDS:
-        v = data[key]
         shown = ("-" if v is None else json.dumps(v) if isinstance(v, dict)
                  else ", ".join(map(str, v)) if isinstance(v, list)
                  else str(v).lower() if isinstance(v, bool) else str(v))
-        src = loaded.sources[key]
-        table.add_row(key, escape(shown), escape(src), style="dim" if src == "default" else None)
+        if key in SECRET_KEYS and v is not None:
+            shown = "****"
+        src = sources[key]
+        table.add_row(key, escape(shown), escape(src),
+                      style="dim" if src == "default" else None)
     Console().print(table)
