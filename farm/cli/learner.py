@@ -99,6 +99,9 @@ def load_learner_config(path: Path | None, overrides: dict[str, Any]) -> Any:
               help="Processes sharing each update (torch.distributed; gloo on CPU, NCCL "
                    "on GPU) [default: 1]. This one keeps ingest, replay and publishing. "
                    "A-RIDE only.")
+@click.option("--track", "trackers", multiple=True, type=click.Choice(["mlflow", "wandb"]),
+              help="Also log the scalars to this experiment tracker (repeatable; installed "
+                   "separately, configured by its own MLFLOW_*/WANDB_* variables).")
 @click.option("--serve-url", default=None,
               help="OpenAI-compatible inference server with runtime LoRA loading (`distrl "
                    "serve`, or vLLM --enable-lora): each version's adapter is loaded into it "
@@ -115,7 +118,7 @@ def learner(config_path: Path | None, broker_url: str | None, password_file: Pat
             signing_key: Path | None, farm_keys: tuple[Path, ...],
             farm_key_for: tuple[tuple[str, Path], ...],
             demos: tuple[Path, ...], demo_coef: float | None, nproc: int | None,
-            serve_url: str | None, duration: float | None,
+            trackers: tuple[str, ...], serve_url: str | None, duration: float | None,
             progress_every: float, as_json: bool, verbose: bool) -> None:
     """Learn from the farms' trajectories (dedupe, replay, A-RIDE updates), publish
     policy versions, checkpoint and resume. Ctrl-C stops cleanly (final checkpoint)."""
@@ -131,7 +134,8 @@ def learner(config_path: Path | None, broker_url: str | None, password_file: Pat
             "init_policy": (init_policy, "--init"), "demos": list(demos) or None,
             "signing_key": signing_key, "farm_keys": (list(farm_keys) or None, "--farm-key"),
             "farm_key_for": (_bound_keys(farm_key_for) or None, "--farm-key-for"),
-            "nproc": nproc, "serve_url": serve_url})
+            "nproc": nproc, "serve_url": serve_url,
+            "trackers": (list(trackers) or None, "--track")})
         if demo_coef is not None:
             cfg.algo_config = {**cfg.algo_config, "demo_coef": demo_coef}
         # --password-file replaces a password in the URL; $DISTRL_BROKER_PASSWORD fills one in

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import json
+import logging
 import math
 import os
 import time
@@ -21,6 +22,8 @@ from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
+
+log = logging.getLogger("distrl.learner")
 
 __all__ = ["LearnerStats", "ScalarLog", "export_csv", "read_scalars"]
 
@@ -35,6 +38,8 @@ class ScalarLog:
         self._f: TextIO | None = None
         self.tensorboard: Any = None  # torch.utils.tensorboard.SummaryWriter, if it loads
         self.tensorboard_error: str | None = None  # why not, when asked for
+        self.trackers: list[Any] = []  # farm.learner.trackers.Tracker: MLflow, W&B
+        self.tracker_errors = 0
         if tensorboard_dir is not None:
             try:
                 from torch.utils.tensorboard import SummaryWriter
@@ -59,10 +64,18 @@ class ScalarLog:
             f = self._file()
             f.write("\n".join(lines) + "\n")
             f.flush()
+            finite = {tag: float(v) for tag, v in scalars.items() if math.isfinite(float(v))}
             if self.tensorboard is not None:
-                for tag, v in scalars.items():
-                    if math.isfinite(float(v)):
-                        self.tensorboard.add_scalar(tag, float(v), int(step), walltime=t)
+                for tag, v in finite.items():
+                    self.tensorboard.add_scalar(tag, v, int(step), walltime=t)
+            for tracker in self.trackers:
+                try:
+                    tracker.log(finite, int(step))
+                except Exception as exc:  # a tracker outage must not stop the learner
+                    self.tracker_errors += 1
+                    if self.tracker_errors == 1:
+                        log.warning("tracker %s: %s (scalars.jsonl still has everything)",
+                                    tracker.name, exc)
         return len(lines)
 
     def close(self) -> None:
@@ -72,6 +85,12 @@ class ScalarLog:
         if self.tensorboard is not None:
             self.tensorboard.close()
             self.tensorboard = None
+        trackers, self.trackers = self.trackers, []
+        for tracker in trackers:
+            try:
+                tracker.close()
+            except Exception as exc:
+                log.warning("tracker %s did not close cleanly: %s", tracker.name, exc)
 
     def __enter__(self) -> ScalarLog:
         return self

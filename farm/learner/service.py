@@ -189,6 +189,11 @@ class LearnerConfig(BaseModel):
                                    "gloo on CPU, NCCL on GPU): this one keeps ingest, "
                                    "replay and publishing, the others take shards of the "
                                    "policy passes; gradients are all-reduced. A-RIDE only.")
+    trackers: list[Literal["mlflow", "wandb"]] = Field(
+        default_factory=list, description="Also log every scalar to these experiment "
+        "trackers (installed separately): mlflow (MLFLOW_TRACKING_URI) and wandb "
+        "(WANDB_PROJECT, WANDB_MODE=offline without an account). A restart on the same "
+        "run dir continues the same tracker run.")
     serve_url: str | None = Field(
         None, description="An OpenAI-compatible inference server with runtime LoRA loading "
                           "(`distrl serve`, or vLLM with --enable-lora): each version's "
@@ -1021,6 +1026,16 @@ class LearnerService:
             except LoadError as exc:
                 self._release()
                 raise ConfigError(str(exc)) from None
+        if cfg.trackers and not self._scalars.trackers:
+            from farm.learner.settings import masked_learner
+            from farm.learner.trackers import open_trackers
+
+            try:
+                self._scalars.trackers = await asyncio.to_thread(
+                    open_trackers, list(cfg.trackers), self.run_dir, masked_learner(cfg))
+            except ConfigError:
+                self._release()
+                raise
         seen = self._ids  # one memory of ids, the subscriber's and the checkpoint's
         self.subscriber = TrajectorySubscriber(
             cfg.broker_url, farm_id=cfg.farm_id, client_id=cfg.client_id, clean_session=False,

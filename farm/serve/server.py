@@ -254,10 +254,10 @@ class InferenceServer:
             raise RequestError(400, f"this server samples at the policy's temperature "
                                     f"{cfg.temperature:g} (or 0 for greedy): the log-probs it "
                                     f"reports are the policy's")
-        checks = {"top_p": (1.0, None), "top_k": (-1, 0, None), "n": (1, None),
-                  "repetition_penalty": (1.0, None), "presence_penalty": (0, 0.0, None),
-                  "frequency_penalty": (0, 0.0, None), "stream": (False, None),
-                  "stop": (None, [])}
+        checks: dict[str, tuple[Any, ...]] = {
+            "top_p": (1.0, None), "top_k": (-1, 0, None), "n": (1, None),
+            "repetition_penalty": (1.0, None), "presence_penalty": (0, 0.0, None),
+            "frequency_penalty": (0, 0.0, None), "stream": (False, None), "stop": (None, [])}
         for key, allowed in checks.items():
             if body.get(key) not in allowed:
                 raise RequestError(400, f"{key}={body[key]!r} is not supported: sampling "
@@ -303,7 +303,8 @@ class InferenceServer:
         while True:
             first = await self._jobs.get()
             await asyncio.sleep(0.002)  # let the requests that came together gather
-            batch, rest = [first], []
+            batch: list[_Job] = [first]
+            rest: list[_Job] = []
             while not self._jobs.empty():
                 j = self._jobs.get_nowait()
                 same = (j.adapter, j.greedy, j.max_new_tokens) == (
