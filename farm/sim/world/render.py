@@ -10,7 +10,10 @@ scratch image and the visible part pasted, which is how clipping is done.
 from __future__ import annotations
 
 import io
+from collections import OrderedDict
+from collections.abc import Hashable
 from functools import lru_cache
+from typing import Any
 
 from PIL import Image, ImageDraw
 
@@ -84,13 +87,13 @@ class Renderer:
         # A full-screen fill costs ~0.8 ms at 1080x2400; skip the clear when the first
         # window paints every pixel anyway.
         if not (screen_on and first is not None and self._paints_whole_screen(first)):
-            self.draw.rectangle((0, 0, self.width, self.height), fill=self.theme["bg"])
+            _fill(self.img, (0, 0, self.width, self.height), self.theme["bg"])
         if screen_on:
             for w in windows:
                 if w.vis is not None:
                     self._tree(self.img, self.draw, w, 0, 0, self.theme["bg"])
         else:
-            self.draw.rectangle((0, 0, self.width, self.height), fill=_BLACK)
+            _fill(self.img, (0, 0, self.width, self.height), _BLACK)
         return bytes(self._buf)
 
     def _paints_whole_screen(self, v: View) -> bool:
@@ -147,7 +150,7 @@ class Renderer:
             if p.radius:
                 draw.rounded_rectangle(r, radius=self.px(p.radius), fill=self.color(p.bg))
             else:
-                draw.rectangle((r[0], r[1], r[2] - 1, r[3] - 1), fill=self.color(p.bg))
+                _fill(img, r, self.color(p.bg))
         elif k == "card":
             if "scrim" in p.extra and ox == 0 and oy == 0:
                 # dim what is behind the dialog: a LUT pass is ~2× faster than compositing
@@ -169,8 +172,7 @@ class Renderer:
         elif k == "edit":
             self._edit(img, draw, r, v, p.size, self.color(p.color), "boxed" in p.extra)
         elif k == "divider":
-            draw.rectangle((r[0], r[1], r[2] - 1, r[1] + max(1, self.px(1)) - 1),
-                           fill=self.color("divider"))
+            _fill(img, (r[0], r[1], r[2], r[1] + max(1, self.px(1))), self.color("divider"))
         elif k == "wallpaper":
             img.paste(_wallpaper(self.width, self.height, self.dark), (r[0], r[1]))
         elif k == "app_icon":
@@ -224,7 +226,7 @@ class Renderer:
             else:
                 x = r[0]
             baseline = top + i * line_h + (line_h - (ascent + descent)) // 2 + ascent
-            img.paste(color, (x + mx, baseline + my), mask)
+            _ink(img, color, (x + mx, baseline + my), mask, ("text", line, px, bold))
 
     def _icon(self, img: Image.Image, r: Rect, name: str, size_dp: float, color: RGBA,
               bg: str) -> None:
@@ -232,7 +234,7 @@ class Renderer:
         spr = icons.sprite(name, s, color, self.color(bg) if bg else None)
         x = r[0] + (r[2] - r[0] - s) // 2
         y = r[1] + (r[3] - r[1] - s) // 2
-        img.alpha_composite(spr, (x, y)) if x >= 0 and y >= 0 else img.paste(spr, (x, y), spr)
+        _over(img, spr, (x, y)) if x >= 0 and y >= 0 else img.paste(spr, (x, y), spr)
 
     def _switch(self, img: Image.Image, r: Rect, checked: bool, enabled: bool) -> None:
         w, h = r[2] - r[0], r[3] - r[1]
@@ -244,7 +246,7 @@ class Renderer:
         spr = _switch_sprite(w, h, track, thumb, outline, checked, self.px(2))
         if not enabled:
             spr = _faded(spr)
-        img.alpha_composite(spr, (max(0, r[0]), max(0, r[1])))
+        _over(img, spr, (max(0, r[0]), max(0, r[1])))
 
     def _slider(self, img: Image.Image, draw: ImageDraw.ImageDraw, r: Rect,
                 value: float) -> None:
@@ -259,7 +261,7 @@ class Renderer:
             draw.rounded_rectangle((left, cy - th, x, cy + th), radius=th,
                                    fill=self.theme["primary"])
         spr = icons.sprite("dot", thumb, (0, 0, 0, 0), self.theme["primary"])
-        img.alpha_composite(spr, (max(0, x - thumb // 2), max(0, cy - thumb // 2)))
+        _over(img, spr, (max(0, x - thumb // 2), max(0, cy - thumb // 2)))
 
     def _edit(self, img: Image.Image, draw: ImageDraw.ImageDraw, r: Rect, v: View,
               size: float, color: RGBA, boxed: bool) -> None:
@@ -293,7 +295,7 @@ class Renderer:
         spr = icons.sprite(p.icon, s, (255, 255, 255, 255), bg, letter)
         x = r[0] + (r[2] - r[0] - s) // 2
         y = r[1] + self.px(8)
-        img.alpha_composite(spr, (x, y))
+        _over(img, spr, (x, y))
         ty = y + s + self.px(6)
         lh = round(self.px(13) * 1.34)
         self._text(img, (r[0] + self.px(4), ty, r[2] - self.px(4), ty + lh), label, 13,
@@ -323,7 +325,7 @@ class Renderer:
     def _keyboard(self, img: Image.Image, draw: ImageDraw.ImageDraw, r: Rect,
                   extra: tuple[str, ...]) -> None:
         t = self.theme
-        draw.rectangle((r[0], r[1], r[2] - 1, r[3] - 1), fill=t["kb_bg"])
+        _fill(img, r, t["kb_bg"])
         shifted = bool(extra and extra[0] == "shift")
         suggestion = extra[1] if len(extra) > 1 else ""
         strip = (r[0], r[1], r[2], r[1] + self.px(40))
@@ -344,6 +346,104 @@ class Renderer:
                 self._text(img, box, "?123", 14, ink, "center", True)
             elif key.action in ("shift", "del", "enter"):
                 _key_glyph(draw, box, key.action, ink, shifted, self.px(2))
+
+
+class _Tiles:
+    """Text and sprites already blended over a plain background, shared by every phone
+    of the process, bounded in bytes (least recently used out first)."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget, self.used = budget, 0
+        # key → (tile, what the key's ids refer to: kept alive so no id is reused)
+        self.store: OrderedDict[Hashable, tuple[Image.Image, object]] = OrderedDict()
+
+    def get(self, key: Hashable) -> Image.Image | None:
+        hit = self.store.get(key)
+        if hit is None:
+            return None
+        self.store.move_to_end(key)
+        return hit[0]
+
+    def put(self, key: Hashable, tile: Image.Image, keep: object = None) -> None:
+        self.store[key] = (tile, keep)
+        self.used += tile.width * tile.height * 4
+        while self.used > self.budget and len(self.store) > 1:
+            _, (old, _) = self.store.popitem(last=False)
+            self.used -= old.width * old.height * 4
+
+
+_TILES = _Tiles(32 * 1024 * 1024)
+
+
+def _plain(img: Image.Image, box: Rect) -> RGBA | None:
+    """The colour of ``box`` in ``img`` when every pixel there has it (and the box lies
+    inside the image), else None: its top-left pixel, then one compare of the area's
+    bytes against that colour repeated (~25 µs for a line of text; getextrema is ~90)."""
+    if box[0] < 0 or box[1] < 0 or box[2] > img.width or box[3] > img.height \
+            or box[2] <= box[0] or box[3] <= box[1]:
+        return None
+    pixel: Any = img.getpixel((box[0], box[1]))
+    bg: RGBA = tuple(pixel)
+    area = img.crop(box).tobytes()
+    if len(area) > _PLAIN_MAX:
+        return None
+    return bg if _repeat(bg).startswith(area) else None  # startswith: a memcmp, no copy
+
+
+_PLAIN_MAX = 1 << 19  # bytes: larger areas (none in practice) take the blending path
+
+
+@lru_cache(maxsize=32)
+def _repeat(color: RGBA) -> bytes:
+    """``color`` repeated for the largest area :func:`_plain` compares (512 KB each)."""
+    return bytes(color) * (_PLAIN_MAX // 4)
+
+
+def _ink(img: Image.Image, color: RGBA, pos: tuple[int, int], mask: Image.Image,
+         key: Hashable) -> None:
+    """``img.paste(color, pos, mask)``, the same pixels faster: where the area is one
+    plain colour (text on a row, a button, a card), the blend over that colour is cached
+    and copied in without a mask (~5× fewer cycles than blending ~12 000 pixels per
+    line of text again every frame)."""
+    box = (pos[0], pos[1], pos[0] + mask.width, pos[1] + mask.height)
+    bg = _plain(img, box)
+    if bg is None:
+        img.paste(color, pos, mask)
+        return
+    k = (key, color, bg)
+    tile = _TILES.get(k)
+    if tile is None:
+        tile = Image.new("RGBA", mask.size, bg)
+        tile.paste(color, (0, 0), mask)
+        _TILES.put(k, tile)
+    img.paste(tile, pos)
+
+
+def _over(img: Image.Image, sprite: Image.Image, pos: tuple[int, int]) -> None:
+    """``img.alpha_composite(sprite, pos)`` with the same cache as :func:`_ink` (the
+    sprites are cached objects, so the sprite itself keys its blends)."""
+    box = (pos[0], pos[1], pos[0] + sprite.width, pos[1] + sprite.height)
+    bg = _plain(img, box)
+    if bg is None or bg[3] != 255:
+        img.alpha_composite(sprite, pos)
+        return
+    k = ("sprite", id(sprite), bg)  # Images compare by content: they do not hash
+    tile = _TILES.get(k)
+    if tile is None:
+        tile = Image.new("RGBA", sprite.size, bg)
+        tile.alpha_composite(sprite)
+        _TILES.put(k, tile, keep=sprite)
+    img.paste(tile, pos)
+
+
+def _fill(img: Image.Image, box: Rect, color: RGBA) -> None:
+    """An opaque rectangle, ``box`` end-exclusive: ``paste`` of a colour fills rows with
+    memcpy-like loops, ~4× faster than ``ImageDraw.rectangle`` (0.23 vs 0.89 ms for a
+    1080×2400 screen) and the same pixels (neither blends on an RGBA image)."""
+    x0, y0 = max(0, box[0]), max(0, box[1])
+    x1, y1 = min(img.width, box[2]), min(img.height, box[3])
+    if x1 > x0 and y1 > y0:
+        img.paste(color, (x0, y0, x1, y1))
 
 
 def _key_glyph(draw: ImageDraw.ImageDraw, box: Rect, action: str, ink: RGBA, shifted: bool,
