@@ -65,7 +65,7 @@ __all__ = [
 
 CONFIG_ENV = "DISTRL_CONFIG"
 ENV_PREFIX = "DISTRL_"
-SECRET_KEYS = frozenset({"broker.password"})
+SECRET_KEYS = frozenset({"broker.password", "collect.inference_api_key"})
 
 
 class ConfigError(DistRLError, ValueError):
@@ -163,6 +163,10 @@ class CollectSection(_Section):
                                       "OpenAI-compatible server (`distrl serve`, vLLM with "
                                       "LoRA) that the learner loads every version into "
                                       "(`distrl learner --serve-url`).")
+    inference_api_key: str | None = Field(None, description="With policy = remote: the "
+                                          "server's bearer key (secret: masked by `distrl "
+                                          "config show`; set it in the file or "
+                                          "DISTRL_COLLECT_INFERENCE_API_KEY, not a flag).")
     mode: Literal["async", "sync"] = Field("async", description="async: a worker per device "
                                            "(DistRL); sync: rounds with a barrier (DigiRL).")
     duration_s: float | None = Field(None, gt=0, description="Stop after this many seconds "
@@ -533,6 +537,8 @@ def masked(settings: FarmSettings) -> dict[str, Any]:
     data = settings.model_dump(mode="json")
     if data["broker"].get("password") is not None:
         data["broker"]["password"] = "****"
+    if data["collect"].get("inference_api_key") is not None:
+        data["collect"]["inference_api_key"] = "****"
     if data["broker"].get("url"):
         data["broker"]["url"] = mask_url(data["broker"]["url"])
     return data

@@ -104,7 +104,7 @@ def farm() -> None:
               help="Who plays the episodes [default: random]; learned = the newest policy "
                    "a `distrl learner` publishes on the broker (random until the first); "
                    "remote = the same, a VLM acting through --inference-url.")
-@click.option("--inference-url", default=None, envvar="DISTRL_INFERENCE_URL",
+@click.option("--inference-url", default=None,
               help="With --policy remote: the OpenAI-compatible inference server the learner "
                    "loads each version into (`distrl serve`, or vLLM with --enable-lora).")
 @click.option("--mode", type=click.Choice(["async", "sync"]), default=None,
@@ -225,8 +225,8 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
         fail("no tasks registered")
     st = loaded.settings
     if st.collect.eval_every_s is not None and st.collect.policy not in ("learned", "remote"):
-        fail("evaluation rounds (--eval-every / collect.eval_every_s) need --policy learned; "
-              "use `distrl eval` to evaluate the oracle, random or a checkpoint")
+        fail("evaluation rounds (--eval-every / collect.eval_every_s) need --policy learned "
+             "or remote; use `distrl eval` to evaluate the oracle, random or a checkpoint")
     if (st.collect.policy == "remote") != (st.collect.inference_url is not None):
         fail("--policy remote needs --inference-url (collect.inference_url), and only it "
              "uses one")
@@ -306,7 +306,7 @@ async def _farm_up(st: Any, tasks: list[Any], trusted: TrustedKeys | None,
             policies = await stack.enter_async_context(LearnedPolicyProvider(
                 broker_url, client_id=f"distrl-weights-{st.farm_id}",
                 fallback=RandomProvider(seed=c.seed), trusted=trusted,
-                inference_url=c.inference_url))
+                inference_url=c.inference_url, inference_api_key=c.inference_api_key))
         evaluation = None
         if policies is not None and c.eval_every_s is not None:
             from farm.evaluate import PeriodicEval
