@@ -33,6 +33,9 @@ async def test_a_job_runs_beside_the_shell_and_wait_collects_it(phone: SimPhone)
     assert code == 0 and out.splitlines() == ["first", "late", "done"]
     code, out, _ = await sh(phone, "sleep 30 & P=$!; kill -INT $P; wait $P; echo $?")
     assert out.strip() == "130"  # ended by SIGINT, reported as 128 + 2
+    for sig, status in (("TERM", "143"), ("KILL", "137"), ("9", "137")):
+        code, out, _ = await sh(phone, f"sleep 30 & P=$!; kill -{sig} $P; wait $P; echo $?")
+        assert out.strip() == status, sig  # 128 + the signal's number, as sh reports
     assert (await sh(phone, "wait 4242; echo $?"))[1].strip() == "127"
     code, out, _ = await sh(phone, "echo a b c | read x y; echo $x/$y")
     assert out.strip() == "a/b c"

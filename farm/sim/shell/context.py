@@ -102,6 +102,8 @@ class Session:
     # what SIGINT does to the command running in this session, if it handles it (as
     # screenrecord finishes its file and exits 0); None: the signal ends it
     sigint: Callable[[], None] | None = None
+    # the signal that ended this session's job (``wait`` reports 128 + it)
+    killed_by: int | None = None
 
     def subshell(self) -> Session:
         return Session(self.phone, dict(self.vars), self.cwd, self.status, self.slept,
@@ -118,6 +120,7 @@ class Session:
         if number == 2 and session.sigint is not None:
             session.sigint()
         else:
+            session.killed_by = number
             task.cancel()
         return True
 

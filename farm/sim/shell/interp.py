@@ -362,13 +362,13 @@ async def wait_jobs(session: Session, pids: list[int] | None = None) -> int:
         if job is None:
             code = 127
             continue
-        task = job[0]
+        task, sub = job
         try:
             code = await asyncio.shield(task)
         except asyncio.CancelledError:
             if not task.cancelled():
                 raise  # this shell itself is being cancelled
-            code = 128 + 2  # ended by SIGINT (kill -INT)
+            code = 128 + (sub.killed_by or 1)  # the signal that ended it (SIGHUP if unknown)
         session.jobs.pop(pid, None)
     return code
 
