@@ -181,7 +181,8 @@ def make_trainer(algo: str, policy: Any, opts: argparse.Namespace, seed: int) ->
             entropy_coef=opts.entropy, entropy_target=opts.entropy_target,
             demo_coef=opts.demo_coef, actor_dropout=opts.actor_dropout,
             traj_filter_quantile=opts.aride_filter,
-            normalize_advantage=opts.normalize_advantage, seed=seed, **horizon))
+            normalize_advantage=opts.normalize_advantage,
+            advantage_floor=opts.advantage_floor, seed=seed, **horizon))
     from distrl_sdk.learn.digirl import DigiRLConfig, DigiRLTrainer
 
     return DigiRLTrainer(policy, DigiRLConfig(
@@ -478,6 +479,9 @@ def main() -> None:
     ap.add_argument("--normalize-advantage", action=argparse.BooleanOptionalAction,
                     default=ARIDEConfig.normalize_advantage,
                     help="A-RIDE: advantages standardised over each batch's steps")
+    ap.add_argument("--advantage-floor", type=float, default=ARIDEConfig.advantage_floor,
+                    help="A-RIDE: advantages below this are raised to it in the actor loss "
+                         "(0: only better-than-expected actions pull; default: none)")
     ap.add_argument("--batch", type=int, default=16, help="episodes per update")
     ap.add_argument("--min-episodes", type=int, default=32)
     ap.add_argument("--replay-ratio", type=float, default=0.5,

@@ -104,7 +104,7 @@ class ARIDEConfig:
     ``is_beta_anneal_updates``. Trajectory filter: ``traj_filter_quantile`` q and
     ``traj_filter_sample``. Stability: ``step_cost`` (subtracted from every step
     reward), ``entropy_target`` H* with ``entropy_coef_lr`` η and ``entropy_coef_max``
-    (adaptive β floor; None = fixed β), ``normalize_advantage``."""
+    (adaptive β floor; None = fixed β), ``normalize_advantage``, ``advantage_floor``."""
 
     gamma: float = 0.9  # γ discount (code: 0.5, tuned for 10-step AitW episodes)
     trace_lambda: float = 1.0  # λ in c = λ·min(c̄, ρ) (code: fixed 1; Munos et al. 2016: 1)
@@ -123,6 +123,9 @@ class ARIDEConfig:
     demo_coef: float = 0.0
     demo_batch_steps: int = 64  # demonstration steps per update
     normalize_advantage: bool = False  # A ← (A − mean) / std over the batch's steps
+    # A ← max(A, floor) in the actor loss: 0 moves π only toward actions that did better
+    # than V expected (as AWR's positive weights do); None: the real-valued advantage
+    advantage_floor: float | None = None
     traj_filter_quantile: float = 0.0  # q; 0 = no filter (code's actor buffer: 0.9)
     traj_filter_sample: int = 256  # stored episodes the filter's quantile is estimated on
     w1: float = 50.0  # DPER weight of mean |TD| (code: dper_w1 = 50)
@@ -426,6 +429,8 @@ class ARIDETrainer(ActorCriticState):
             adv = (rewards + cfg.gamma * _shift(targets) - values.detach()) * batch.mask
             if cfg.normalize_advantage:
                 adv = _normalise(adv, batch.mask)
+            if cfg.advantage_floor is not None:
+                adv = adv.clamp(min=cfg.advantage_floor) * batch.mask
             rho_bar = rho.clamp(max=cfg.rho_max)
         self.timings["retrace"] += time.perf_counter() - t0
 

@@ -113,6 +113,24 @@ def test_advantage_normalisation() -> None:
     assert tables[0] != tables[1]
 
 
+def test_advantage_floor_stops_only_the_push_away_from_worse_actions() -> None:
+    """advantage_floor = 0: a step that did worse than V expected (a failure, A < 0) no
+    longer moves log π; one that did better (A > 0) moves it exactly as before."""
+    grads: dict[tuple[float | None, float], float] = {}
+    for floor in (None, 0.0):
+        for reward in (0.0, 1.0):
+            policy = TablePolicy(1, p_good=[0.5], probe=True)
+            tr = ARIDETrainer(policy, ARIDEConfig(
+                advantage_floor=floor, step_cost=0.25, critic_lr=0.0, actor_lr=0.0,
+                entropy_coef=0.0, entropy_target=None, min_episodes=1, batch_episodes=1,
+                refresh_every=0))
+            tr.add_episode(episode([step(0, GOOD, reward, math.log(0.5))], reward=reward))
+            tr.update()
+            grads[(floor, reward)] = policy.last_grads()[0][1]
+    assert grads[(None, 0.0)] != 0.0 and grads[(0.0, 0.0)] == pytest.approx(0.0, abs=1e-7)
+    assert grads[(0.0, 1.0)] == pytest.approx(grads[(None, 1.0)], abs=1e-7) != 0.0
+
+
 def test_new_knobs_are_validated() -> None:
     for bad in ({"v_target": "q"}, {"vtrace_rho_max": 0.0}, {"max_stale_share": 1.0},
                 {"entropy_target": -1.0}, {"horizon_updates": 0}, {"step_cost": -0.1},
