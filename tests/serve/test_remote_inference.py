@@ -255,3 +255,39 @@ async def test_a_farm_acts_remotely_on_the_version_the_learner_loaded(
     assert isinstance(learner, VLMPolicy)
     assert _lp(learner, record.steps) == pytest.approx([s.log_mu for s in record.steps],
                                                       abs=1e-3)
+
+
+@pytest.mark.slow
+def test_distrl_serve_runs_answers_and_stops_cleanly_on_ctrl_c(tmp_path: Path) -> None:
+    """The command as a user runs it: port 0 becomes a real port in the banner, the
+    OpenAI routes answer, Ctrl-C stops it with status 0 and no traceback."""
+    import json
+    import re
+    import signal
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "farm.cli", "serve", "--port", "0", "--policy-config",
+         json.dumps(CONFIG)], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        banner = proc.stderr.readline()
+        m = re.search(r"http://127\.0\.0\.1:(\d+)/v1", banner)
+        assert m, banner
+        url = f"http://127.0.0.1:{m.group(1)}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                models = httpx.get(f"{url}/v1/models", timeout=5).json()
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.1)
+        assert [m["id"] for m in models["data"]] == ["base"]
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0 and "Traceback" not in err and "server stopped" in err
