@@ -131,6 +131,7 @@ class InferenceServer:
         self._current: str | None = base_name  # the adapter now in the policy's weights
         self._jobs: asyncio.Queue[_Job] | None = None
         self._worker: asyncio.Task[None] | None = None
+        self.requests = 0  # chat completions queued
         self.batches = 0
         self.completions = 0
         self.app = Starlette(routes=[
@@ -234,6 +235,7 @@ class InferenceServer:
             return _error(exc.status, exc.message)
         assert self._jobs is not None
         await self._jobs.put(job)
+        self.requests += 1
         try:
             done = await job.done
         except RequestError as exc:
