@@ -69,7 +69,9 @@ def _optional(annotation: Any) -> bool:
     return type(None) in get_args(annotation)
 
 
-def _from_file(path: Path) -> dict[str, Any]:
+def _from_file(path: Path) -> tuple[dict[str, Any], list[str]]:
+    """The file's learner values, and a problem line per unknown key (reported together
+    with the values' own problems)."""
     doc = read_toml(path)
     if TABLE in doc:
         table = doc[TABLE]
@@ -80,11 +82,9 @@ def _from_file(path: Path) -> dict[str, Any]:
         farm_keys = set(farm_config.SECTIONS) | {k for k in farm_config.FIELDS if "." not in k}
         table = {k: v for k, v in doc.items() if k not in farm_keys}
         where = str(path)
-    unknown = [k for k in table if k not in LEARNER_FIELDS]
-    if unknown:
-        raise ConfigError("\n".join(f"{where} {k}: unknown learner field"
-                                    f"{_hint(k, LEARNER_FIELDS)}" for k in unknown))
-    return dict(table)
+    problems = [f"{where} {k}: unknown learner field{_hint(k, LEARNER_FIELDS)}"
+                for k in table if k not in LEARNER_FIELDS]
+    return {k: v for k, v in table.items() if k in LEARNER_FIELDS}, problems
 
 
 def _from_env(env: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
@@ -121,8 +121,10 @@ def load_learner_settings(path: str | os.PathLike[str] | None = None, *,
     p = Path(path) if path is not None else None
     data: dict[str, Any] = {}
     sources = {name: "default" for name in LEARNER_FIELDS}
+    problems: list[str] = []
     if p is not None:
-        for k, v in _from_file(p).items():
+        values, problems = _from_file(p)
+        for k, v in values.items():
             data[k], sources[k] = v, f"file {p}"
     for k, (v, src) in _from_env(env).items():
         data[k], sources[k] = v, src
@@ -134,7 +136,7 @@ def load_learner_settings(path: str | os.PathLike[str] | None = None, *,
     try:
         config = LearnerConfig.model_validate(data)
     except ValidationError as exc:
-        lines = []
+        lines = list(problems)
         for err in exc.errors(include_url=False):
             key = str(err["loc"][0]) if err["loc"] else "?"
             msg = err["msg"].removeprefix("Value error, ")
@@ -144,6 +146,8 @@ def load_learner_settings(path: str | os.PathLike[str] | None = None, *,
                 msg += f" (got {got!r})"[:120]
             lines.append(f"{_source_label(sources.get(key, 'default'), key)}: {msg}")
         raise ConfigError("\n".join(lines)) from None
+    if problems:
+        raise ConfigError("\n".join(problems))
     return LoadedLearner(config, sources, p)
 
 

@@ -79,6 +79,9 @@ def test_every_field_has_one_variable() -> None:
     ({}, "[learner]\npublish_evry = 3\n", ["publish_evry", "did you mean 'publish_every'"]),
     ({}, "[learner]\nnproc = 0\n", ["nproc", "greater than or equal to 1"]),
     ({}, "learner = 3\n", ["[learner] must be a table"]),
+    # every problem of a file at once: the unknown key and the bad value
+    ({}, "[learner]\nalgo = 'x'\npublish_every = 0\n",
+     ["algo: unknown learner field", "'algorithm'", "publish_every", "greater than"]),
 ])
 def test_mistakes_name_the_variable_or_file_and_field(tmp_path: Path, env: dict[str, str],
                                                       text: str, words: list[str]) -> None:
