@@ -10,6 +10,7 @@ scratch image and the visible part pasted, which is how clipping is done.
 from __future__ import annotations
 
 import io
+import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from functools import lru_cache
@@ -356,20 +357,26 @@ class _Tiles:
         self.budget, self.used = budget, 0
         # key → (tile, what the key's ids refer to: kept alive so no id is reused)
         self.store: OrderedDict[Hashable, tuple[Image.Image, object]] = OrderedDict()
+        self._lock = threading.Lock()  # sim farms in two threads of one process share it
 
     def get(self, key: Hashable) -> Image.Image | None:
-        hit = self.store.get(key)
-        if hit is None:
-            return None
-        self.store.move_to_end(key)
-        return hit[0]
+        with self._lock:
+            hit = self.store.get(key)
+            if hit is None:
+                return None
+            self.store.move_to_end(key)
+            return hit[0]
 
     def put(self, key: Hashable, tile: Image.Image, keep: object = None) -> None:
-        self.store[key] = (tile, keep)
-        self.used += tile.width * tile.height * 4
-        while self.used > self.budget and len(self.store) > 1:
-            _, (old, _) = self.store.popitem(last=False)
-            self.used -= old.width * old.height * 4
+        with self._lock:
+            old_entry = self.store.pop(key, None)
+            if old_entry is not None:
+                self.used -= old_entry[0].width * old_entry[0].height * 4
+            self.store[key] = (tile, keep)
+            self.used += tile.width * tile.height * 4
+            while self.used > self.budget and len(self.store) > 1:
+                _, (old, _) = self.store.popitem(last=False)
+                self.used -= old.width * old.height * 4
 
 
 _TILES = _Tiles(32 * 1024 * 1024)
