@@ -58,13 +58,13 @@ class ScalarLog:
               wall_time: float | None = None) -> int:
         """Append every finite scalar at ``step``; returns how many were written."""
         t = time.time() if wall_time is None else wall_time
-        lines = [json.dumps({"tag": tag, "step": int(step), "wall_time": t, "value": float(v)})
-                 for tag, v in scalars.items() if math.isfinite(float(v))]
+        finite = {tag: float(v) for tag, v in scalars.items() if math.isfinite(float(v))}
+        lines = [json.dumps({"tag": tag, "step": int(step), "wall_time": t, "value": v})
+                 for tag, v in finite.items()]
         if lines:
             f = self._file()
             f.write("\n".join(lines) + "\n")
             f.flush()
-            finite = {tag: float(v) for tag, v in scalars.items() if math.isfinite(float(v))}
             if self.tensorboard is not None:
                 for tag, v in finite.items():
                     self.tensorboard.add_scalar(tag, v, int(step), walltime=t)

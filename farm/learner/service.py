@@ -389,7 +389,6 @@ def effective_algo_config(policy_kind: str, algorithm: str,
 def default_trainer(policy: TrainablePolicy, config: LearnerConfig) -> Trainer:
     """The trainer ``config.algorithm`` names, configured by :func:`effective_algo_config`
     for the policy's kind."""
-    from distrl_sdk.errors import ConfigError
 
     algo = effective_algo_config(policy.kind, config.algorithm, config.algo_config)
     if config.demos:
@@ -536,7 +535,6 @@ class LearnerService:
         (the anchor); returns how many steps it keeps (0 without datasets)."""
         if not self.config.demos:
             return 0
-        from distrl_sdk.errors import ConfigError
         from distrl_sdk.learn.demos import read_demos
         from distrl_sdk.learn.sft import sft_examples
 
