@@ -43,6 +43,12 @@ Step rewards enter as r_t − ``step_cost`` (0 by default).
    DistRL code filter with V_traj): f_τ = 1[r_τ − V_traj(g) ≥ the q-quantile of
    r − V_traj over the replay] (estimated on ≤ ``traj_filter_sample`` stored episodes
    plus the batch); q = 0: f = 1.
+   Self-imitation (``sil_coef`` ν > 0; Oh et al. 2018, off by default) adds
+       − ν E_ν[ w_τ (G_t − V(s_t))₊ log π(a_t|s_t) ],   G_t = Σ_{k≥t} γ^{k−t} r_k
+   the episode's own discounted return: a replayed step whose episode did better than V
+   expects is imitated whatever policy took it (no ratio: the return is a lower bound of
+   the optimal value whoever collected it), so a rare success on a long task pulls its
+   early steps directly instead of through a critic's bootstrapped, trace-cut estimate.
    Entropy floor (``entropy_target`` H*): after each update b ← clip(b + η (H* − H̄),
    0, β_max − β), with H̄ the batch's mean entropy per step — β grows only while the
    policy is less random than H*, and relaxes back to β once it is above.
@@ -82,8 +88,8 @@ from distrl_sdk.learn.parallel import DataParallel
 from distrl_sdk.learn.replay import LagMode, PrioritizedReplay
 from distrl_sdk.learn.state import ActorCriticState
 
-__all__ = ["ARIDEConfig", "ARIDETrainer", "EpisodeBatch", "VTarget", "ratio_stats",
-           "retrace_targets"]
+__all__ = ["ARIDEConfig", "ARIDETrainer", "EpisodeBatch", "VTarget", "discounted_returns",
+           "ratio_stats", "retrace_targets"]
 
 
 VTarget = Literal["vtrace", "retrace_q"]
@@ -102,9 +108,10 @@ class ARIDEConfig:
     None = off). IS β: annealed over ``horizon_updates`` or ``horizon_seconds`` (the
     planned run; :meth:`ARIDETrainer.set_horizon` sets them at run time), else over
     ``is_beta_anneal_updates``. Trajectory filter: ``traj_filter_quantile`` q and
-    ``traj_filter_sample``. Stability: ``step_cost`` (subtracted from every step
-    reward), ``entropy_target`` H* with ``entropy_coef_lr`` η and ``entropy_coef_max``
-    (adaptive β floor; None = fixed β), ``normalize_advantage``, ``advantage_floor``."""
+    ``traj_filter_sample``. Self-imitation: ``sil_coef``. Stability: ``step_cost``
+    (subtracted from every step reward), ``entropy_target`` H* with ``entropy_coef_lr``
+    η and ``entropy_coef_max`` (adaptive β floor; None = fixed β),
+    ``normalize_advantage``, ``advantage_floor``."""
 
     gamma: float = 0.9  # γ discount (code: 0.5, tuned for 10-step AitW episodes)
     trace_lambda: float = 1.0  # λ in c = λ·min(c̄, ρ) (code: fixed 1; Munos et al. 2016: 1)
@@ -126,6 +133,8 @@ class ARIDEConfig:
     # A ← max(A, floor) in the actor loss: 0 moves π only toward actions that did better
     # than V expected (as AWR's positive weights do); None: the real-valued advantage
     advantage_floor: float | None = None
+    # ν: weight of the self-imitation term −(G_t − V(s_t))₊·log π (0 = off)
+    sil_coef: float = 0.0
     traj_filter_quantile: float = 0.0  # q; 0 = no filter (code's actor buffer: 0.9)
     traj_filter_sample: int = 256  # stored episodes the filter's quantile is estimated on
     w1: float = 50.0  # DPER weight of mean |TD| (code: dper_w1 = 50)
@@ -176,7 +185,7 @@ class ARIDEConfig:
                   "entropy_coef_lr": self.entropy_coef_lr >= 0,
                   "entropy_coef_max": self.entropy_coef_max >= self.entropy_coef,
                   "step_cost": self.step_cost >= 0,
-                  "demo_coef": self.demo_coef >= 0,
+                  "demo_coef": self.demo_coef >= 0, "sil_coef": self.sil_coef >= 0,
                   "demo_batch_steps": self.demo_batch_steps >= 1,
                   "traj_filter_quantile": 0 <= self.traj_filter_quantile < 1,
                   "traj_filter_sample": self.traj_filter_sample >= 0,
@@ -278,6 +287,17 @@ def retrace_targets(rewards: torch.Tensor, values: torch.Tensor, log_pi: torch.T
             acc = td[:, t] + gamma * c_next * acc
             delta[:, t] = acc
     return (values + delta) * mask, td, rho
+
+
+def discounted_returns(rewards: torch.Tensor, mask: torch.Tensor, gamma: float
+                       ) -> torch.Tensor:
+    """G_t = r_t + γ G_{t+1} over padded episodes ([B, T]); 0 on padding."""
+    g = torch.zeros_like(rewards)
+    acc = torch.zeros_like(rewards[:, 0])
+    for t in range(rewards.shape[1] - 1, -1, -1):
+        acc = rewards[:, t] + gamma * acc * mask[:, t]
+        g[:, t] = acc
+    return g * mask
 
 
 def ratio_stats(rho: torch.Tensor, mask: torch.Tensor, *, rho_max: float, stale_rho: float
@@ -432,6 +452,8 @@ class ARIDETrainer(ActorCriticState):
             if cfg.advantage_floor is not None:
                 adv = adv.clamp(min=cfg.advantage_floor) * batch.mask
             rho_bar = rho.clamp(max=cfg.rho_max)
+            sil = ((discounted_returns(rewards, batch.mask, cfg.gamma) - values.detach())
+                   .clamp(min=0) * batch.mask) if cfg.sil_coef > 0 else None
         self.timings["retrace"] += time.perf_counter() - t0
 
         # 4. step critic: weighted regression onto the targets
@@ -454,8 +476,11 @@ class ARIDETrainer(ActorCriticState):
         keep, threshold = self._traj_filter(batch)
         beta_h = self.entropy_coef()
         demo_nll = self._demo_nll()
+        pull = keep[:, None] * rho_bar * adv  # the coefficient of log π in −L_π
+        if sil is not None:
+            pull = pull + cfg.sil_coef * sil
         if not sliced:
-            pg = -(w * keep[:, None] * rho_bar * adv * log_pi).sum() / n_steps
+            pg = -(w * pull * log_pi).sum() / n_steps
             ent = (w * entropy).sum() / n_steps
             penalty = (w * rho_bar * batch.invalid * log_pi).sum() / n_steps
             actor_loss = pg - beta_h * ent + cfg.invalid_penalty * penalty
@@ -465,7 +490,7 @@ class ARIDETrainer(ActorCriticState):
                                  self.policy.trainable_parameters())
         else:  # the same loss as per-step coefficients of log π and H, slice by slice
             with torch.no_grad():
-                c_lp = (-(w * keep[:, None] * rho_bar * adv)
+                c_lp = (-(w * pull)
                         + cfg.invalid_penalty * w * rho_bar * batch.invalid) / n_steps
                 c_h = -beta_h * w / n_steps
             self.actor_opt.zero_grad(set_to_none=True)
@@ -527,6 +552,9 @@ class ARIDETrainer(ActorCriticState):
                 "traj_filter_kept": float(keep.mean()), "traj_filter_threshold": threshold,
                 "stale_evicted": float(stale), "lag_pruned": float(pruned),
                 **({} if demo_nll is None else {"demo_nll": float(demo_nll.detach())}),
+                **({} if sil is None else {
+                    "sil_share": float((sil > 0).float().sum() / n_steps),
+                    "sil_mean": float(sil.sum() / n_steps)}),
                 "policy_lag_min": float(lags.min()), "policy_lag_avg": float(lags.mean()),
                 "policy_lag_max": float(lags.max()), "replay_size": float(len(self.replay)),
                 "steps": float(n_steps), "version": float(self.version),

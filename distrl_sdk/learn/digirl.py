@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 from distrl_sdk.errors import ConfigError
 from distrl_sdk.learn.api import EpisodeRecord, TrainablePolicy, has_training_mode
-from distrl_sdk.learn.aride import EpisodeBatch, ratio_stats
+from distrl_sdk.learn.aride import EpisodeBatch, discounted_returns, ratio_stats
 from distrl_sdk.learn.critics import StepCritic, TrajectoryCritic
 from distrl_sdk.learn.microbatch import evaluate_detached
 from distrl_sdk.learn.replay import PrioritizedReplay
@@ -108,7 +108,7 @@ class DigiRLTrainer(ActorCriticState):
             out = self.policy.evaluate(batch.steps)
             g_feats = self.policy.instruction_features(batch.instructions)
         logits = batch.pad(self.critic.forward(out.features))
-        labels = (self._mc_returns(batch) > 0).float()
+        labels = (discounted_returns(batch.rewards, batch.mask, cfg.gamma) > 0).float()
         critic_loss = (F.binary_cross_entropy_with_logits(logits, labels, reduction="none")
                        * batch.mask).sum() / batch.mask.sum()
         self._step(self.critic_opt, critic_loss, self.critic.parameters())
@@ -168,14 +168,6 @@ class DigiRLTrainer(ActorCriticState):
                 "policy_lag_max": float(lags.max()), "replay_size": float(len(self.replay)),
                 "steps": float(n), "version": float(self.version),
                 "skipped_steps": float(self.skipped_steps)}
-
-    def _mc_returns(self, batch: EpisodeBatch) -> torch.Tensor:
-        g = torch.zeros_like(batch.rewards)
-        acc = torch.zeros(batch.rewards.shape[0])
-        for t in range(batch.rewards.shape[1] - 1, -1, -1):
-            acc = batch.rewards[:, t] + self.config.gamma * acc * batch.mask[:, t]
-            g[:, t] = acc
-        return g * batch.mask
 
     @torch.no_grad()
     def _instruction_values(self, instructions: list[str]) -> np.ndarray:

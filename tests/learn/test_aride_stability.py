@@ -12,7 +12,7 @@ import torch
 
 from distrl_sdk.errors import ConfigError
 from distrl_sdk.learn import ARIDEConfig, ARIDETrainer
-from distrl_sdk.learn.aride import _normalise
+from distrl_sdk.learn.aride import _normalise, discounted_returns
 from tests.learn.test_aride_toy import BanditPolicy, collect, expected_reward
 from tests.learn.toys import GOOD, TablePolicy, episode, step
 
@@ -131,9 +131,39 @@ def test_advantage_floor_stops_only_the_push_away_from_worse_actions() -> None:
     assert grads[(0.0, 1.0)] == pytest.approx(grads[(None, 1.0)], abs=1e-7) != 0.0
 
 
+def test_self_imitation_pulls_only_steps_of_episodes_that_beat_the_critic() -> None:
+    """sil_coef = 1 with V ≡ 0: a success (G = 1 > V) adds (G − V)·∂log π to the actor's
+    pull — the policy-gradient term's own size here (A = 1, ρ = 1), so the gradient
+    doubles; a failure (G = 0, not above V) is left exactly as without the term."""
+    grads: dict[tuple[float, float], float] = {}
+    for sil in (0.0, 1.0):
+        for reward in (0.0, 1.0):
+            policy = TablePolicy(1, p_good=[0.5], probe=True)
+            tr = ARIDETrainer(policy, ARIDEConfig(
+                sil_coef=sil, critic_lr=0.0, actor_lr=0.0, entropy_coef=0.0,
+                entropy_target=None, min_episodes=1, batch_episodes=1, refresh_every=0))
+            with torch.no_grad():
+                for p in tr.critic.parameters():
+                    p.zero_()
+            tr.add_episode(episode([step(0, GOOD, reward, math.log(0.5))], reward=reward))
+            stats = tr.update()
+            grads[(sil, reward)] = policy.last_grads()[0][1]
+            if sil:
+                assert stats["sil_share"] == reward
+    assert grads[(1.0, 1.0)] == pytest.approx(2 * grads[(0.0, 1.0)], rel=1e-5) != 0.0
+    assert grads[(1.0, 0.0)] == pytest.approx(grads[(0.0, 0.0)], abs=1e-7)
+
+
+def test_discounted_returns_stop_at_each_episode_end() -> None:
+    rewards = torch.tensor([[0.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
+    mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
+    g = discounted_returns(rewards, mask, 0.5)
+    assert torch.allclose(g, torch.tensor([[0.25, 0.5, 1.0], [1.0, 0.0, 0.0]]))
+
+
 def test_new_knobs_are_validated() -> None:
     for bad in ({"v_target": "q"}, {"vtrace_rho_max": 0.0}, {"max_stale_share": 1.0},
                 {"entropy_target": -1.0}, {"horizon_updates": 0}, {"step_cost": -0.1},
-                {"entropy_coef": 0.5, "entropy_coef_max": 0.1}):
+                {"entropy_coef": 0.5, "entropy_coef_max": 0.1}, {"sil_coef": -1.0}):
         with pytest.raises(ConfigError):
             ARIDEConfig(**bad)  # type: ignore[arg-type]

@@ -44,11 +44,16 @@ def _composite_always(img: Any, sprite: Any, pos: Any) -> None:
 
 
 def _frames(phone: SimPhone, monkeypatch: pytest.MonkeyPatch) -> tuple[bytes, bytes, bytes]:
-    """The current screen rendered fast (tiles cold or warm), then by blending."""
+    """The current screen rendered fast (tiles cold or warm), then by blending — at one
+    instant: the clock and the battery level would change the pixels of a render that
+    straddles a minute (the status bar's and the shade's clock did, once)."""
     world = phone.world
+    wall, mono = world.wall_time(), world.clock()
     out = []
     for slow in (False, True, False):
         with monkeypatch.context() as m:
+            m.setattr(world, "_wall", lambda: wall)
+            m.setattr(world, "clock", lambda: mono)
             if slow:
                 m.setattr(render, "_ink", _blend_always)
                 m.setattr(render, "_over", _composite_always)
