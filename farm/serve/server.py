@@ -63,6 +63,11 @@ class RequestError(Exception):
         self.status, self.message = status, message
 
 
+async def _refused(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestError)
+    return _error(exc.status, exc.message)
+
+
 def _error(status: int, message: str) -> JSONResponse:
     kind = {400: "BadRequestError", 401: "AuthenticationError",
             404: "NotFoundError"}.get(status, "InternalServerError")
@@ -140,7 +145,9 @@ class InferenceServer:
             Route("/v1/load_lora_adapter", self.load_adapter, methods=["POST"]),
             Route("/v1/unload_lora_adapter", self.unload_adapter, methods=["POST"]),
             Route("/v1/chat/completions", self.chat, methods=["POST"]),
-        ], lifespan=self._lifespan)
+        ], lifespan=self._lifespan,
+            # a refused request, raised anywhere in a handler, answers as OpenAI's do
+            exception_handlers={RequestError: _refused})
 
     # ── lifecycle ───────────────────────────────────────────────────────────────────
     @contextlib.asynccontextmanager
@@ -155,11 +162,14 @@ class InferenceServer:
             await asyncio.gather(self._worker, return_exceptions=True)
 
     # ── routes ──────────────────────────────────────────────────────────────────────
-    def _authorised(self, request: Request) -> bool:
-        return self.api_key is None or request.headers.get(
-            "authorization") == f"Bearer {self.api_key}"
+    def _check_key(self, request: Request) -> None:
+        if self.api_key is not None and request.headers.get(
+                "authorization") != f"Bearer {self.api_key}":
+            raise RequestError(401, "Unauthorized")
 
     async def _json(self, request: Request) -> dict[str, Any]:
+        """The authorised request's JSON object body."""
+        self._check_key(request)
         try:
             body = await request.json()
         except ValueError:
@@ -172,8 +182,7 @@ class InferenceServer:
         return PlainTextResponse("")
 
     async def models(self, request: Request) -> Response:
-        if not self._authorised(request):
-            return _error(401, "Unauthorized")
+        self._check_key(request)
         now = int(time.time())
         data = [{"id": name, "object": "model", "created": now, "owned_by": "distrl",
                  "root": self.adapter_paths.get(name, name),
@@ -182,21 +191,16 @@ class InferenceServer:
         return JSONResponse({"object": "list", "data": data})
 
     async def load_adapter(self, request: Request) -> Response:
-        if not self._authorised(request):
-            return _error(401, "Unauthorized")
+        body = await self._json(request)
+        name, path = body.get("lora_name"), body.get("lora_path")
+        if not isinstance(name, str) or not name or not isinstance(path, str) or not path:
+            raise RequestError(400, "both 'lora_name' and 'lora_path' must be provided")
+        if name in self.adapters:
+            raise RequestError(400, f"The lora adapter '{name}' has already been loaded.")
         try:
-            body = await self._json(request)
-            name, path = body.get("lora_name"), body.get("lora_path")
-            if not isinstance(name, str) or not name or not isinstance(path, str) or not path:
-                raise RequestError(400, "both 'lora_name' and 'lora_path' must be provided")
-            if name in self.adapters:
-                raise RequestError(400, f"The lora adapter '{name}' has already been loaded.")
-            try:
-                weights = await asyncio.to_thread(self.policy.read_adapter, path)
-            except ConfigError as exc:
-                raise RequestError(400, f"cannot load LoRA adapter '{name}': {exc}") from None
-        except RequestError as exc:
-            return _error(exc.status, exc.message)
+            weights = await asyncio.to_thread(self.policy.read_adapter, path)
+        except ConfigError as exc:
+            raise RequestError(400, f"cannot load LoRA adapter '{name}': {exc}") from None
         self.adapters[name] = weights
         self.adapter_paths[name] = path
         if self._current == name:  # an earlier adapter of that name is in the model
@@ -210,15 +214,10 @@ class InferenceServer:
         return PlainTextResponse(f"Success: LoRA adapter '{name}' added successfully.")
 
     async def unload_adapter(self, request: Request) -> Response:
-        if not self._authorised(request):
-            return _error(401, "Unauthorized")
-        try:
-            body = await self._json(request)
-        except RequestError as exc:
-            return _error(exc.status, exc.message)
+        body = await self._json(request)
         name = body.get("lora_name")
         if not isinstance(name, str) or name == self.base_name or name not in self.adapters:
-            return _error(404, f"The lora adapter '{name}' cannot be found.")
+            raise RequestError(404, f"The lora adapter '{name}' cannot be found.")
         del self.adapters[name]
         self.adapter_paths.pop(name, None)
         if self._current == name:
@@ -226,20 +225,12 @@ class InferenceServer:
         return PlainTextResponse(f"Success: LoRA adapter '{name}' removed successfully.")
 
     async def chat(self, request: Request) -> Response:
-        if not self._authorised(request):
-            return _error(401, "Unauthorized")
-        try:
-            body = await self._json(request)
-            job, want_logprobs, ids_as_tokens = self._job(body)
-        except RequestError as exc:
-            return _error(exc.status, exc.message)
+        body = await self._json(request)
+        job, want_logprobs, ids_as_tokens = self._job(body)
         assert self._jobs is not None
         await self._jobs.put(job)
         self.requests += 1
-        try:
-            done = await job.done
-        except RequestError as exc:
-            return _error(exc.status, exc.message)
+        done = await job.done  # a RequestError set by the worker is raised here
         return JSONResponse(self._response(body, job, done, want_logprobs, ids_as_tokens))
 
     # ── requests → jobs → responses ────────────────────────────────────────────────

@@ -209,6 +209,29 @@ def test_versions_the_server_lacks_and_bad_requests_are_refused_clearly(
     asyncio.run(loader.check())
 
 
+def test_the_api_key_guards_every_v1_route_and_refusals_are_openai_errors(
+        served: _Running) -> None:
+    served.server.api_key = "s3cret"
+    try:
+        with httpx.Client(base_url=served.url, timeout=30) as http:
+            assert http.get("/health").status_code == 200  # probes need no key
+            for method, path in (("GET", "/v1/models"), ("POST", "/v1/chat/completions"),
+                                 ("POST", "/v1/load_lora_adapter"),
+                                 ("POST", "/v1/unload_lora_adapter")):
+                r = http.request(method, path, json={}, headers={"Authorization": "Bearer no"})
+                assert r.status_code == 401, path
+                assert r.json()["error"]["type"] == "AuthenticationError"
+            key = {"Authorization": "Bearer s3cret"}
+            assert http.get("/v1/models", headers=key).status_code == 200
+            r = http.post("/v1/unload_lora_adapter", json={"lora_name": "nope"}, headers=key)
+            assert r.status_code == 404 and "nope" in r.json()["error"]["message"]
+            r = http.post("/v1/load_lora_adapter", content=b"{not json", headers=key)
+            assert r.status_code == 400 and r.json()["error"]["message"] == \
+                "the request body is not JSON"
+    finally:
+        served.server.api_key = None
+
+
 def test_old_versions_are_unloaded_beyond_keep(served: _Running, tmp_path: Path) -> None:
     loader = AdapterLoader(served.url, tmp_path / "adapters", keep=2)
     policy = _trained(seed=3)
