@@ -182,8 +182,8 @@ def make_trainer(algo: str, policy: Any, opts: argparse.Namespace, seed: int) ->
             demo_coef=opts.demo_coef, actor_dropout=opts.actor_dropout,
             traj_filter_quantile=opts.aride_filter,
             normalize_advantage=opts.normalize_advantage,
-            advantage_floor=opts.advantage_floor, sil_coef=opts.sil_coef, seed=seed,
-            **horizon))
+            advantage_floor=opts.advantage_floor, sil_coef=opts.sil_coef,
+            alpha=opts.priority_alpha, seed=seed, **horizon))
     from distrl_sdk.learn.digirl import DigiRLConfig, DigiRLTrainer
 
     return DigiRLTrainer(policy, DigiRLConfig(
@@ -486,6 +486,9 @@ def main() -> None:
     ap.add_argument("--sil-coef", type=float, default=ARIDEConfig.sil_coef,
                     help="A-RIDE: weight of the self-imitation term −(G − V)₊·log π on "
                          "replayed steps (0 = off)")
+    ap.add_argument("--priority-alpha", type=float, default=ARIDEConfig.alpha,
+                    help="A-RIDE: priority exponent α of replay sampling (0: uniform, "
+                         "every IS weight 1)")
     ap.add_argument("--batch", type=int, default=16, help="episodes per update")
     ap.add_argument("--min-episodes", type=int, default=32)
     ap.add_argument("--replay-ratio", type=float, default=0.5,
