@@ -483,12 +483,12 @@ def main() -> None:
     ap.add_argument("--advantage-floor", type=float, default=ARIDEConfig.advantage_floor,
                     help="A-RIDE: advantages below this are raised to it in the actor loss "
                          "(0: only better-than-expected actions pull; default: none)")
-    ap.add_argument("--sil-coef", type=float, default=ARIDEConfig.sil_coef,
+    ap.add_argument("--sil-coef", type=float, default=LEARNER["sil_coef"],
                     help="A-RIDE: weight of the self-imitation term −(G − V)₊·log π on "
-                         "replayed steps (0 = off)")
-    ap.add_argument("--priority-alpha", type=float, default=ARIDEConfig.alpha,
+                         "replayed steps (0 = off; default: the UI-tree learner's)")
+    ap.add_argument("--priority-alpha", type=float, default=LEARNER["alpha"],
                     help="A-RIDE: priority exponent α of replay sampling (0: uniform, "
-                         "every IS weight 1)")
+                         "every IS weight 1; default: the UI-tree learner's)")
     ap.add_argument("--batch", type=int, default=16, help="episodes per update")
     ap.add_argument("--min-episodes", type=int, default=32)
     ap.add_argument("--replay-ratio", type=float, default=0.5,

@@ -498,7 +498,8 @@ def test_the_ui_tree_policy_gets_the_measured_trainer_settings_by_default() -> N
     ui = build_policy("uitree", {"seed": 0})
     t = default_trainer(ui, LearnerConfig())
     assert (t.config.actor_lr, t.config.entropy_coef, t.config.max_policy_lag,
-            t.config.actor_dropout) == (3e-4, 0.01, 1000, True)
+            t.config.actor_dropout, t.config.sil_coef, t.config.alpha) \
+        == (3e-4, 0.01, 1000, True, 1.0, 0.0)
     t = default_trainer(ui, LearnerConfig(algo_config={"actor_lr": 5e-4}))
     assert t.config.actor_lr == 5e-4 and t.config.critic_lr == 1e-3
     t = default_trainer(ui, LearnerConfig(algorithm="digirl"))

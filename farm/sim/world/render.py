@@ -371,12 +371,16 @@ class _Tiles:
         with self._lock:
             old_entry = self.store.pop(key, None)
             if old_entry is not None:
-                self.used -= old_entry[0].width * old_entry[0].height * 4
+                self.used -= _rgba_bytes(old_entry[0])
             self.store[key] = (tile, keep)
-            self.used += tile.width * tile.height * 4
+            self.used += _rgba_bytes(tile)
             while self.used > self.budget and len(self.store) > 1:
                 _, (old, _) = self.store.popitem(last=False)
-                self.used -= old.width * old.height * 4
+                self.used -= _rgba_bytes(old)
+
+
+def _rgba_bytes(tile: Image.Image) -> int:
+    return tile.width * tile.height * 4
 
 
 _TILES = _Tiles(32 * 1024 * 1024)
