@@ -157,15 +157,21 @@ class DistrlTui(App[None]):
 
     async def settle(self, timeout: float = 5.0) -> None:
         """Wait until everything the source queued is ingested and decoded, then tick
-        (tests: deterministic screens without sleeping)."""
+        (tests: deterministic screens without sleeping). A tick can itself queue frames
+        (the wall's tile size or its phones on screen changed), so it is settled only
+        after a tick that queued none."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while loop.time() < deadline:
-            if not getattr(self.source, "pending", 0) and self.decoder.idle:
-                break
-            await asyncio.sleep(0.005)
-        await asyncio.sleep(0)
-        self.tick()
+        while True:
+            while loop.time() < deadline:
+                if not getattr(self.source, "pending", 0) and self.decoder.idle:
+                    break
+                await asyncio.sleep(0.005)
+            queued = self.decoder.queued
+            await asyncio.sleep(0)
+            self.tick()
+            if self.decoder.queued == queued or loop.time() >= deadline:
+                return
 
     async def wait_commands(self) -> None:
         """Wait until every command publish started so far is done (tests)."""

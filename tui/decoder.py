@@ -79,6 +79,7 @@ class FrameDecoder:
         self.native = False
         self._thread: threading.Thread | None = None
         self._busy = False
+        self._queued = 0  # frames ever queued for rendering (settle: did a tick add work?)
 
     def start(self) -> None:
         if self._thread is None:
@@ -99,6 +100,7 @@ class FrameDecoder:
             self._pending[job.key] = job
             self._last[job.key] = job
             self.stats.submitted += 1
+            self._queued += 1
         self._wake.set()
 
     def forget(self, key: DeviceKey) -> None:
@@ -114,6 +116,7 @@ class FrameDecoder:
             self._focus = None if key is None else (key, max(1, cols), max(1, rows))
             if key is not None and key in self._last and key not in self._pending:
                 self._pending[key] = self._last[key]
+                self._queued += 1
         self._wake.set()
 
     def set_tile(self, cols: int, rows: int) -> None:
@@ -125,7 +128,7 @@ class FrameDecoder:
                 return
             self._tile = tile
             for key, job in self._last.items():
-                self._pending.setdefault(key, job)
+                self._queue_again(key, job)
         self._wake.set()
 
     def set_visible(self, keys: Iterable[DeviceKey] | None) -> None:
@@ -139,8 +142,21 @@ class FrameDecoder:
             self._visible = new
             for key, job in self._last.items():
                 if (new is None or key in new) and old is not None and key not in old:
-                    self._pending.setdefault(key, job)
+                    self._queue_again(key, job)
         self._wake.set()
+
+    def _queue_again(self, key: DeviceKey, job: FrameJob) -> None:
+        """Render ``key``'s newest frame again (caller holds the lock)."""
+        if key not in self._pending:
+            self._pending[key] = job
+            self._queued += 1
+
+    @property
+    def queued(self) -> int:
+        """How many frames were ever queued for rendering: a count that moved means
+        new work, even when it is already done."""
+        with self._lock:
+            return self._queued
 
     @property
     def tile(self) -> tuple[int, int] | None:

@@ -132,6 +132,9 @@ class FleetScreen(DeviceActionsScreen):
 
     def on_phone_wall_resized(self, event: PhoneWall.Resized) -> None:
         lay = event.grid
+        if self.view == "wall":  # the phones on screen at the new size, before re-rendering
+            self.tui.decoder.set_visible(
+                [k for k in self.wall.visible_keys() if isinstance(k, tuple)])
         self.tui.decoder.set_tile(lay.screen_cols, lay.screen_rows)
 
     def action_open(self) -> None:

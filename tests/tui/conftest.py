@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from textual.pilot import Pilot
 
 from distrl_sdk.wire import Command, Message, parse_message
 from tui import fakefeed as ff
@@ -35,6 +36,16 @@ def feed_fleet(src: FakeSource, n: int = 4, *, frames: bool = True) -> None:
                 {"action_type": "click", "x": 540, "y": 700},
                 {"action_type": "swipe", "x1": 0.5, "y1": 0.8, "x2": 0.5, "y2": 0.3,
                  "duration_ms": 300}]))
+
+
+async def fleet_on_screen(app: DistrlTui, src: FakeSource, pilot: Pilot[None],
+                          n: int = 4) -> None:
+    """``n`` phones fed, decoded and laid out: a second settle after the layout pass,
+    which first tells the wall its size (and so the tiles' size)."""
+    feed_fleet(src, n)
+    await app.settle()
+    await pilot.pause()
+    await app.settle()
 
 
 def sent_commands(src: FakeSource) -> list[tuple[str, Command]]:

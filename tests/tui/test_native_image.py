@@ -9,7 +9,7 @@ from PIL import Image
 from textual.geometry import Region
 from textual.widgets import Static
 
-from tests.tui.conftest import feed_fleet, fixed_clock
+from tests.tui.conftest import feed_fleet, fixed_clock, fleet_on_screen
 from tui.app import DistrlTui
 from tui.device import DeviceScreen
 from tui.fleet import FleetScreen
@@ -105,10 +105,7 @@ async def test_halfblock_wall_has_no_picture_widgets() -> None:
     src = FakeSource()
     app = DistrlTui(src, clock=fixed_clock)
     async with app.run_test(size=(120, 40)) as pilot:
-        feed_fleet(src, 8)
-        await app.settle()
-        await pilot.pause()
-        await app.settle()
+        await fleet_on_screen(app, src, pilot, 8)
         box = app.screen.query_one("#wallbox", WallBox)
         assert not box.wall.native and not box.query(".tile-picture")
         assert all(app.model.devices[k].tile_picture is None  # type: ignore[index]

@@ -21,7 +21,7 @@ from textual.strip import Strip
 
 from bench.record_tui_feed import DEFAULT_OUT, load, while_running
 from farm.broker import free_port
-from tests.tui.conftest import FARM, feed_fleet, fixed_clock
+from tests.tui.conftest import FARM, fixed_clock, fleet_on_screen
 from tests.tui.test_snapshots import Compare, populate
 from tui.app import DistrlTui
 from tui.device import DeviceScreen
@@ -61,10 +61,7 @@ async def test_wall_keys_move_open_and_switch_to_the_list() -> None:
     src = FakeSource()
     app = DistrlTui(src, clock=fixed_clock)
     async with app.run_test(size=(200, 50)) as pilot:
-        feed_fleet(src, 64)
-        await app.settle()
-        await pilot.pause()
-        await app.settle()
+        await fleet_on_screen(app, src, pilot, 64)
         wall = wall_of(app)
         g = wall.grid
         assert app.decoder.tile == (g.screen_cols, g.screen_rows)  # tiles rendered at size
@@ -140,6 +137,24 @@ async def test_wall_shows_every_recorded_real_device() -> None:
         assert isinstance(app.screen, DeviceScreen)
         await pilot.press("escape", "w", "w")
         assert app.is_running
+
+
+async def test_settle_waits_for_the_frames_its_own_tick_queues() -> None:
+    """The race behind a CI failure: a tick told the decoder which phones are on screen
+    only after their frames were re-rendered for a new tile size without them; settle
+    returned on that tick, with those tiles still queued."""
+    src = FakeSource()
+    app = DistrlTui(src, clock=fixed_clock)
+    async with app.run_test(size=(200, 50)) as pilot:
+        await fleet_on_screen(app, src, pilot, 64)
+        wall = wall_of(app)
+        g, shown = wall.grid, wall.visible_keys()
+        app.decoder.set_visible(shown[:1])  # a stale idea of what is on screen
+        app.decoder.set_tile(g.screen_cols, g.screen_rows - 1)  # re-rendered: that one only
+        await app.settle()
+        assert all(app.model.devices[k].tile.rows == g.screen_rows - 1  # type: ignore[union-attr]
+                   for k in shown)
+
 
 
 def wall_app() -> tuple[DistrlTui, FakeSource]:
