@@ -192,8 +192,7 @@ class DistrlTui(App[None]):
         except OSError as e:
             self.notify(f"screenshot not saved in {path}: {e}", severity="error")
             return None
-        self.notify(f"screenshot saved in {path}", timeout=4)
-        return key
+        return key  # Textual says when its thread has written it (or failed to)
 
     # ------------------------------------------------------------ navigation
     def open_device(self, key: DeviceKey) -> None:

@@ -79,6 +79,11 @@ async def test_disconnect_reason_and_the_farms_tasks_are_shown() -> None:
         assert "clock.alarm, settings.wifi_off" in shown and "elsewhere" not in shown, shown
 
 
+def saved(app: DistrlTui) -> list[str]:
+    """The screenshot notices shown (Textual's, once its thread has written the file)."""
+    return [str(n.message) for n in app._notifications if "screenshot" in str(n.message)]
+
+
 async def test_screenshot_without_a_downloads_folder_lands_in_the_working_dir(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home, work = tmp_path / "home", tmp_path / "work"
@@ -89,11 +94,13 @@ async def test_screenshot_without_a_downloads_folder_lands_in_the_working_dir(
     app = DistrlTui(FakeSource(), clock=fixed_clock)
     async with app.run_test(size=(100, 30)) as pilot:
         app.action_screenshot()
-        for _ in range(100):  # the delivery runs in a worker thread
-            if list(work.glob("*.svg")):
+        for _ in range(100):  # the delivery runs in a worker thread: said when done
+            if saved(app):
                 break
             await pilot.pause(0.05)
-    assert len(list(work.glob("*.svg"))) == 1
+        shots = list(work.glob("*.svg"))
+        assert len(shots) == 1 and saved(app) == [
+            f"Saved screenshot to [$text-success]{str(shots[0])!r}"]
     assert not (home / "Downloads").exists()
 
 
