@@ -32,10 +32,11 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import json
 import os
 import textwrap
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
@@ -292,14 +293,6 @@ class FieldInfo:
     default: Any
     description: str
 
-    @property
-    def is_list(self) -> bool:
-        return get_origin(self.annotation) is list
-
-    @property
-    def optional(self) -> bool:
-        return type(None) in get_args(self.annotation)
-
 
 def _catalogue() -> dict[str, FieldInfo]:
     out: dict[str, FieldInfo] = {}
@@ -413,20 +406,63 @@ def _read_file(path: Path) -> dict[str, Any]:
     return flat
 
 
-def _from_env(env: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
+def _value_kind(annotation: Any) -> str:
+    """"list", "dict" or "" for a field's annotation (Optional unwrapped)."""
+    for a in (annotation, *get_args(annotation)):
+        origin = get_origin(a)
+        if origin is list:
+            return "list"
+        if origin is dict:
+            return "dict"
+    return ""
+
+
+def env_layer(env: Mapping[str, str], annotations: Mapping[str, Any],
+              var_of: Callable[[str], str]) -> dict[str, tuple[Any, str]]:
+    """The fields set in the environment: field → (value, "env VAR"). Lists are
+    comma-separated, tables JSON; an empty variable unsets an optional field (and
+    empties a list or table). Shared by every role's settings."""
     out: dict[str, tuple[Any, str]] = {}
-    for key, fi in FIELDS.items():
-        name = env_name(key)
-        if name not in env:
+    for key, annotation in annotations.items():
+        var = var_of(key)
+        if var not in env:
             continue
-        raw = env[name]
+        raw = env[var]
         value: Any = raw
-        if fi.is_list:
+        kind, optional = _value_kind(annotation), type(None) in get_args(annotation)
+        if raw.strip() == "" and (optional or kind):
+            value = None if optional else ([] if kind == "list" else {})
+        elif kind == "list":
             value = [x.strip() for x in raw.split(",") if x.strip()]
-        elif raw.strip() == "" and fi.optional:
-            value = None
-        out[key] = (value, f"env {name}")
+        elif kind == "dict":
+            try:
+                value = json.loads(raw)
+            except ValueError as exc:
+                raise ConfigError(f"{var} ({key}): not a JSON object ({exc})") from None
+        out[key] = (value, f"env {var}")
     return out
+
+
+def merge_layers(keys: Iterable[str], file_values: Mapping[str, Any], path: Path | None,
+                 env_values: Mapping[str, tuple[Any, str]],
+                 flags: Mapping[str, tuple[Any, str]] | Mapping[str, Any],
+                 ) -> tuple[dict[str, Any], dict[str, str]]:
+    """Defaults < file < environment < flags: the values given, and which layer set each
+    field ("default", "file F", "env VAR", "flag --x"). ``flags``: field → value or
+    (value, flag name); None values are "not given"."""
+    data: dict[str, Any] = {}
+    sources = {k: "default" for k in keys}
+    for key, v in file_values.items():
+        data[key], sources[key] = v, f"file {path}"
+    for key, (v, src) in env_values.items():
+        data[key], sources[key] = v, src
+    for key, given in flags.items():
+        if key not in sources:
+            raise KeyError(f"no config field {key!r}")  # a programming error
+        v, name = given if isinstance(given, tuple) else (given, key)
+        if v is not None:
+            data[key], sources[key] = v, f"flag {name}"
+    return data, sources
 
 
 def _nest(flat: Mapping[str, Any]) -> dict[str, Any]:
@@ -464,24 +500,13 @@ def load_settings(path: str | os.PathLike[str] | None = None, *,
     if path is None and env.get(CONFIG_ENV):
         path = env[CONFIG_ENV]
     p = Path(path) if path is not None else None
-    flat: dict[str, Any] = {}
-    sources: dict[str, str] = {k: "default" for k in FIELDS}
-    adb_env = env.get("ANDROID_ADB_SERVER_PORT")
-    if adb_env:
+    flat, sources = merge_layers(
+        FIELDS, _read_file(p) if p is not None else {}, p,
+        env_layer(env, {k: fi.annotation for k, fi in FIELDS.items()}, env_name), flags or {})
+    adb_env = env.get("ANDROID_ADB_SERVER_PORT")  # adb's own variable: below the file
+    if adb_env and sources["adb.port"] == "default":
         flat["adb.port"] = adb_env
         sources["adb.port"] = "env ANDROID_ADB_SERVER_PORT"
-    if p is not None:
-        for key, v in _read_file(p).items():
-            flat[key], sources[key] = v, f"file {p}"
-    for key, (v, src) in _from_env(env).items():
-        flat[key], sources[key] = v, src
-    for key, given in (flags or {}).items():
-        if key not in FIELDS:
-            raise KeyError(f"no config field {key!r}")  # a programming error
-        v, name = given if isinstance(given, tuple) else (given, key)
-        if v is None:
-            continue
-        flat[key], sources[key] = v, f"flag {name}"
     try:
         settings = FarmSettings.model_validate(_nest(flat))
     except ValidationError as exc:

@@ -22,12 +22,20 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import Any
 
 from pydantic import ValidationError
 
 from farm import config as farm_config
-from farm.config import CONFIG_ENV, ConfigError, _hint, _source_label, read_toml
+from farm.config import (
+    CONFIG_ENV,
+    ConfigError,
+    _hint,
+    _source_label,
+    env_layer,
+    merge_layers,
+    read_toml,
+)
 from farm.learner.service import LearnerConfig
 
 __all__ = ["LEARNER_FIELDS", "LoadedLearner", "learner_env_name", "load_learner_settings",
@@ -54,21 +62,6 @@ class LoadedLearner:
     path: Path | None = None
 
 
-def _kind(annotation: Any) -> str:
-    """"list", "dict" or "" for a field's annotation (Optional unwrapped)."""
-    for a in (annotation, *get_args(annotation)):
-        origin = get_origin(a)
-        if origin is list:
-            return "list"
-        if origin is dict:
-            return "dict"
-    return ""
-
-
-def _optional(annotation: Any) -> bool:
-    return type(None) in get_args(annotation)
-
-
 def _from_file(path: Path) -> tuple[dict[str, Any], list[str]]:
     """The file's learner values, and a problem line per unknown key (reported together
     with the values' own problems)."""
@@ -87,28 +80,6 @@ def _from_file(path: Path) -> tuple[dict[str, Any], list[str]]:
     return {k: v for k, v in table.items() if k in LEARNER_FIELDS}, problems
 
 
-def _from_env(env: Mapping[str, str]) -> dict[str, tuple[Any, str]]:
-    out: dict[str, tuple[Any, str]] = {}
-    for name, f in LEARNER_FIELDS.items():
-        var = learner_env_name(name)
-        if var not in env:
-            continue
-        raw = env[var]
-        value: Any = raw
-        kind = _kind(f.annotation)
-        if raw.strip() == "" and (_optional(f.annotation) or kind):
-            value = None if _optional(f.annotation) else ([] if kind == "list" else {})
-        elif kind == "list":
-            value = [x.strip() for x in raw.split(",") if x.strip()]
-        elif kind == "dict":
-            try:
-                value = json.loads(raw)
-            except ValueError as exc:
-                raise ConfigError(f"{var} ({name}): not a JSON object ({exc})") from None
-        out[name] = (value, f"env {var}")
-    return out
-
-
 def load_learner_settings(path: str | os.PathLike[str] | None = None, *,
                           env: Mapping[str, str] | None = None,
                           flags: Mapping[str, tuple[Any, str]] | None = None,
@@ -119,20 +90,10 @@ def load_learner_settings(path: str | os.PathLike[str] | None = None, *,
     if path is None and env.get(CONFIG_ENV):
         path = env[CONFIG_ENV]
     p = Path(path) if path is not None else None
-    data: dict[str, Any] = {}
-    sources = {name: "default" for name in LEARNER_FIELDS}
-    problems: list[str] = []
-    if p is not None:
-        values, problems = _from_file(p)
-        for k, v in values.items():
-            data[k], sources[k] = v, f"file {p}"
-    for k, (v, src) in _from_env(env).items():
-        data[k], sources[k] = v, src
-    for k, (v, flag) in (flags or {}).items():
-        if k not in LEARNER_FIELDS:
-            raise KeyError(f"no learner field {k!r}")  # a programming error
-        if v is not None:
-            data[k], sources[k] = v, f"flag {flag}"
+    values, problems = _from_file(p) if p is not None else ({}, [])
+    env_values = env_layer(env, {k: f.annotation for k, f in LEARNER_FIELDS.items()},
+                           learner_env_name)
+    data, sources = merge_layers(LEARNER_FIELDS, values, p, env_values, flags or {})
     try:
         config = LearnerConfig.model_validate(data)
     except ValidationError as exc:
