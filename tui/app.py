@@ -305,7 +305,9 @@ class DistrlTui(App[None]):
             self.copy_to_clipboard(line)
         self.model.log("info", f"deploy: run this on the host of {key[0]}/{key[1]}: {line}",
                        key)
-        self.notify(f"Copied to the clipboard; run it where the phone is connected:\n{line}",
+        # OSC 52 gets no answer: whether the terminal took it is not known, so say so
+        self.notify(f"Run this where the phone is connected (offered to the clipboard, "
+                    f"terminal permitting; also in the logs, 3):\n{line}",
                     title="Deploy", timeout=15)
         return line
 
