@@ -156,7 +156,6 @@ async def test_settle_waits_for_the_frames_its_own_tick_queues() -> None:
                    for k in shown)
 
 
-
 def wall_app() -> tuple[DistrlTui, FakeSource]:
     src = FakeSource()
     return DistrlTui(src, clock=fixed_clock), src
