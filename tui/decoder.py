@@ -114,9 +114,8 @@ class FrameDecoder:
         drawn (the device screen); its newest frame is re-rendered right away."""
         with self._lock:
             self._focus = None if key is None else (key, max(1, cols), max(1, rows))
-            if key is not None and key in self._last and key not in self._pending:
-                self._pending[key] = self._last[key]
-                self._queued += 1
+            if key is not None and key in self._last:
+                self._queue_again(key, self._last[key])
         self._wake.set()
 
     def set_tile(self, cols: int, rows: int) -> None:

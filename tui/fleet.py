@@ -133,8 +133,7 @@ class FleetScreen(DeviceActionsScreen):
     def on_phone_wall_resized(self, event: PhoneWall.Resized) -> None:
         lay = event.grid
         if self.view == "wall":  # the phones on screen at the new size, before re-rendering
-            self.tui.decoder.set_visible(
-                [k for k in self.wall.visible_keys() if isinstance(k, tuple)])
+            self.tui.decoder.set_visible(self._on_screen())
         self.tui.decoder.set_tile(lay.screen_cols, lay.screen_rows)
 
     def action_open(self) -> None:
@@ -225,9 +224,13 @@ class FleetScreen(DeviceActionsScreen):
                     placeholder="bad frame" if dev.frame_error else "no frame yet",
                     image=dev.tile_picture)
 
+    def _on_screen(self) -> list[DeviceKey]:
+        """The devices whose tiles the wall shows now."""
+        return [k for k in self.wall.visible_keys() if isinstance(k, tuple)]
+
     def _refresh_wall(self, order: list[DeviceKey]) -> None:
         model, w = self.tui.model, self.wall
-        on_screen = [k for k in w.visible_keys() if isinstance(k, tuple)]
+        on_screen = self._on_screen()
         self.tui.decoder.set_visible(on_screen)  # off-screen phones' frames wait
         if order != self._order:
             tiles = {}
