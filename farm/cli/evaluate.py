@@ -132,11 +132,16 @@ def _policy(spec: str, seed: int, greedy: bool) -> Any:
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON only.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the JSON report to this file.")
+@click.option("--episodes-out", type=click.Path(dir_okay=False, path_type=Path),
+              default=None,
+              help="Write every episode to this file, one JSON object a line: the "
+                   "instance, its outcome and each action with what it touched (why a "
+                   "held-out episode failed).")
 def eval_cmd(policy_spec: str, sim: int | None, sim_profile: str, devices: tuple[str, ...],
              adb_host: str, adb_port: int | None, split: str, task_names: tuple[str, ...],
              task_tags: tuple[str, ...], paths: tuple[Path, ...], greedy: bool,
              episodes_per_task: int, seed: int, episode_timeout: float, ready_timeout: float,
-             as_json: bool, out: Path | None) -> None:
+             as_json: bool, out: Path | None, episodes_out: Path | None) -> None:
     """Evaluate a policy on held-out instances of the sample tasks: success per task with
     95 % intervals, the suite mean with its interval, episodes and mean steps.
 
@@ -157,18 +162,28 @@ def eval_cmd(policy_spec: str, sim: int | None, sim_profile: str, devices: tuple
     meta = {"seed": seed, "episodes_per_task": episodes_per_task,
             "tasks_evaluated": len(tasks)}
     port = adb_port or int(os.environ.get("ANDROID_ADB_SERVER_PORT", "5037"))
-    if out is not None and out.parent and not out.parent.exists():
-        fail(f"--out {out}: no such directory {out.parent}")
+    for flag, path in (("--out", out), ("--episodes-out", episodes_out)):
+        if path is not None and path.parent and not path.parent.exists():
+            fail(f"{flag} {path}: no such directory {path.parent}")
+    trace = None
+    if episodes_out is not None:
+        try:
+            trace = _EpisodeWriter(episodes_out, policy_spec)
+        except OSError as exc:
+            fail(f"--episodes-out {episodes_out}: {exc.strerror or exc}")
     try:
         report = asyncio.run(_run(
             instances, policy, sim=sim, sim_profile=sim_profile, devices=list(devices),
             adb_host=adb_host, adb_port=port, split=split, greedy=greedy if learned else None,
             episode_timeout=episode_timeout, ready_timeout=ready_timeout, meta=meta,
-            progress=not as_json))
+            progress=not as_json, trace=trace))
     except KeyboardInterrupt:
         fail("interrupted", 130)
     except _UserError as exc:
         fail(str(exc))
+    finally:
+        if trace is not None:
+            trace.close()
     data = report.as_dict()
     if out is not None:
         out.write_text(json.dumps(data, indent=2) + "\n")
@@ -178,12 +193,36 @@ def eval_cmd(policy_spec: str, sim: int | None, sim_profile: str, devices: tuple
         _print(data)
         if out is not None:
             console.print(f"report written to {escape(str(out))}")
+        if trace is not None:
+            console.print(f"{trace.written} episodes written to "
+                          f"{escape(str(episodes_out))}")
     if report.episodes == 0:
         err_console.print("[bold red]no episode could be scored[/] (all aborted or errored)")
         sys.exit(1)
     if not report.complete:
         err_console.print(f"[yellow]warning:[/] {report.planned - report.tally.episodes} of "
                           f"{report.planned} instances not scored (aborted/errored)")
+
+
+class _EpisodeWriter:
+    """``--episodes-out``: one JSON line per episode, flushed as each ends (an
+    interrupted evaluation keeps what it played)."""
+
+    def __init__(self, path: Path, policy: str) -> None:
+        self.path, self.policy, self.written = path, policy, 0
+        self._f = path.open("w", encoding="utf-8")  # OSError: a user mistake, said at once
+
+    def write(self, inst: Any, trajectory: Any, final: bool) -> None:
+        from farm.evaluate.trace import episode_record
+
+        rec = episode_record(trajectory, final=final,
+                             extra={"policy": self.policy, "instance": inst.index})
+        self._f.write(json.dumps(rec, ensure_ascii=False, default=str) + "\n")
+        self._f.flush()
+        self.written += 1
+
+    def close(self) -> None:
+        self._f.close()
 
 
 class _UserError(Exception):
@@ -207,7 +246,8 @@ async def _wait_ready(reg: Any, serials: list[str], timeout: float, port: int) -
 async def _run(instances: list[Any], policy: Any, *, sim: int | None, sim_profile: str,
                devices: list[str], adb_host: str, adb_port: int, split: str,
                greedy: bool | None, episode_timeout: float, ready_timeout: float,
-               meta: dict[str, Any], progress: bool) -> Any:
+               meta: dict[str, Any], progress: bool,
+               trace: _EpisodeWriter | None = None) -> Any:
     from farm.device.lifecycle import DeviceState, LifecycleConfig, StateChanged
     from farm.device.registry import DeviceRegistry
     from farm.evaluate import EvalRound
@@ -249,6 +289,8 @@ async def _run(instances: list[Any], policy: Any, *, sim: int | None, sim_profil
         round_: EvalRound | None = None
 
         def on_episode(inst: Any, traj: Any, final: bool) -> None:
+            if trace is not None:
+                trace.write(inst, traj, final)
             if not final or round_ is None:
                 return
             t = round_.tally

@@ -57,6 +57,31 @@ def test_a_learner_checkpoint_is_evaluated_greedy_with_its_version(tmp_path: Pat
     assert code == 0 and json.loads(out)["greedy"] is False
 
 
+def test_episodes_out_names_what_each_action_touched(tmp_path: Path) -> None:
+    trace = tmp_path / "episodes.jsonl"
+    code, out = run("--policy", "oracle", "--sim", "2", "--task", "settings.wifi_on",
+                    "--task", "chrome.open_wikipedia", "-k", "2", "--episodes-out", str(trace))
+    assert code == 0, out
+    assert f"4 episodes written to {trace}" in " ".join(out.split())
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert sorted(r["instance"] for r in records) == [0, 1, 2, 3]
+    for r in records:
+        assert r["schema"] == "distrl-eval-episode/1" and r["policy"] == "oracle"
+        assert (r["status"], r["scored"], r["reward"]) == ("success", True, 1.0)
+        assert r["steps"] and [s["index"] for s in r["steps"]] == list(range(len(r["steps"])))
+        assert all(s["action"]["action_type"] and s["describe"] for s in r["steps"])
+    wifi = next(r for r in records if r["task"] == "settings.wifi_on")
+    assert wifi["instruction"] == "Turn on Wi-Fi"
+    assert wifi["steps"][0]["describe"] == "open_app 'Settings'"
+    # the oracle taps rows by their text: the record names the row it landed on
+    assert [s.get("target") for s in wifi["steps"][1:3]] == ["Network & internet", "Internet"]
+    wiki = next(r for r in records if r["task"] == "chrome.open_wikipedia")
+    topic = wiki["params"]["topic"]
+    assert f"{topic} - Wikipedia" in [s.get("target") for s in wiki["steps"]]
+    assert any(s["action"] == {"action_type": "input_text", "text": topic}
+               for s in wiki["steps"])
+
+
 def test_user_mistakes_exit_2_with_a_message_and_no_traceback(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     cases = [
@@ -69,6 +94,10 @@ def test_user_mistakes_exit_2_with_a_message_and_no_traceback(tmp_path: Path) ->
         (("--policy", "oracle", "--sim", "1", "--device", "x"), "either --sim N or --device"),
         (("--policy", "oracle", "--sim", "1", "--task", "settings.dnd_on",
           "--out", str(tmp_path / "no" / "dir.json")), "no such directory"),
+        (("--policy", "oracle", "--sim", "1", "--task", "settings.dnd_on",
+          "--episodes-out", str(tmp_path / "no" / "e.jsonl")), "no such directory"),
+        (("--policy", "oracle", "--sim", "1", "--task", "settings.dnd_on",
+          "--episodes-out", str(tmp_path / "empty")), "--episodes-out"),
         (("--policy", "oracle", "--device", "127.0.0.1:9", "--ready-timeout", "1",
           "--task", "settings.dnd_on"), "device not reachable: 127.0.0.1:9"),
     ]
