@@ -1,6 +1,6 @@
 """What an evaluation episode did, as one JSON-able record: the instance, the outcome and
-each action named by what it touched (``tap "Mars - Wikipedia"``, not ``tap (0.50,
-0.41)``), so a failed held-out episode can be read without replaying it.
+each action with what it touched (``tap (0.50, 0.41) → 'Eiffel Tower - Wikipedia'``,
+not only the point), so a failed held-out episode can be read without replaying it.
 
     record = episode_record(trajectory, final=True)   # → one line of --episodes-out
 """
@@ -72,8 +72,8 @@ def episode_record(trajectory: Trajectory, *, final: bool = True,
     an aborted attempt that is played again (not scored)."""
     return {"schema": SCHEMA, **(extra or {}), "task": trajectory.task,
             "instruction": trajectory.instruction, "params": trajectory.params,
-            "status": trajectory.status.value, "scored": final
-            and trajectory.status.value in ("success", "failure"),
+            "status": trajectory.status.value,
+            "scored": final and trajectory.status.value in ("success", "failure"),
             "reward": trajectory.reward, "answer": trajectory.answer,
             "error": trajectory.error,
             "steps": [step_record(s) for s in trajectory.steps]}
