@@ -78,15 +78,12 @@ def produced_texts(record: dict[str, Any]) -> list[str]:
 
 
 def memorised(record: dict[str, Any], train_only: set[str]) -> str | None:
-    """The first training-only value the episode produced (not named by its own
-    instruction), or None."""
+    """The first text the episode produced that contains a training-only value its own
+    instruction does not name, or None."""
     instruction = record["instruction"].lower()
-    for text in produced_texts(record):
-        low = text.lower()
-        for v in sorted(train_only, key=len, reverse=True):
-            if v in low and v not in instruction:
-                return text
-    return None
+    foreign = [v for v in train_only if v not in instruction]
+    return next((text for text in produced_texts(record)
+                 if any(v in text.lower() for v in foreign)), None)
 
 
 def ending(record: dict[str, Any]) -> str:
