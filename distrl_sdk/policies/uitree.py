@@ -4,13 +4,14 @@ What the demo trains on a CPU from scratch, in minutes. Each observation becomes
 short list of **candidate actions**: tap each clickable element (labelled with its own
 text, content-desc and its children's texts, since Android rows keep the text in child
 TextViews), open one of the sim's apps, scroll up/down, back, home, type a quoted
-phrase of the instruction (if it has one) and complete. The model embeds the
-instruction and every candidate with one shared hashed bag of words, word bigrams and
-character trigrams (a fixed hashing trick: no vocabulary to download, the same word
-always lands in the same bucket for instruction and screen, so matching is easy to
-learn), scores each candidate against the instruction and an attention summary of the
-screen, and samples from the softmax over the valid candidates. One trainable scalar,
-``overlap_prior``, adds a bonus to candidates that name the instruction's words.
+phrase of the instruction (if it has one, while a text field has the focus) and
+complete. The model embeds the instruction and every candidate with one shared hashed
+bag of words, word bigrams and character trigrams (a fixed hashing trick: no vocabulary
+to download, the same word always lands in the same bucket for instruction and screen,
+so matching is easy to learn), scores each candidate against the instruction and an
+attention summary of the screen, and samples from the softmax over the valid
+candidates. One trainable scalar, ``overlap_prior``, adds a bonus to candidates that
+name the instruction's words.
 
     decide(observations)  → Decision(action, log_prob, obs=JSON of the candidates, choice)
     evaluate(steps)       → log π(choice | obs), entropy, features — from that JSON alone
@@ -65,6 +66,7 @@ _STOP = frozenset(("a", "an", "the", "to", "on", "off", "in", "of", "for", "and"
                    "turn", "open", "set", "switch", "phone", "this", "is", "what", "which",
                    "how", "app", "my", "your", "it", "its"))
 _WORD = re.compile(r"[a-z0-9]+")
+_WORD_CASED = re.compile(r"[A-Za-z0-9]+")
 _QUOTED = re.compile(r"\"([^\"]{1,60})\"")
 _HISTORY = 2  # earlier actions the model sees
 # flag bits of a candidate (element state; descendants' switches count for a row)
@@ -79,8 +81,10 @@ _DENSE = len(KINDS) + _FLAG_BITS + 4 + 2 + 2
 _GLOBAL = 1 + _HISTORY * len(HIST_KINDS) + 1  # step, history, instruction words on screen
 # 3: enter, answer and instruction-span type candidates; focused flag. 4: a candidate's
 # context tokens (its neighbours in the instruction or on screen, its shape, the focused
-# field), the on-screen flag, span positions, instruction words on screen
-_ENC_VERSION = 4
+# field), the on-screen flag, span positions, instruction words on screen. 5: a span's
+# neighbours that are not glue words by their shape; no quoted-phrase type candidate
+# without a focused text field
+_ENC_VERSION = 5
 # Words that never start or end a typed span of the instruction (its verbs and glue: a
 # person types "Liam Rossi", not "named Liam").
 _SPAN_STOP = _STOP | frozenset((
@@ -108,7 +112,7 @@ class UITreeConfig:
     hidden: int = 64  # width of instruction/candidate encodings (features = 2 × hidden)
     max_elements: int = 64  # candidates per screen at most (fixed actions included)
     apps: tuple[str, ...] = SIM_APPS  # open_app candidates
-    type_quoted: bool = True  # offer typing a "quoted phrase" of the instruction
+    type_quoted: bool = True  # offer typing a "quoted phrase" of the instruction (when focused)
     # while a text field is focused: also offer ENTER and typing spans of the instruction
     # (1–4 words, digits and ``9:13``'s parts included) — names, numbers, queries
     type_spans: bool = True
@@ -290,20 +294,32 @@ def _text_focused(elements: Sequence[UIElement]) -> bool:
     return any(e.focused and "EditText" in e.class_name for e in elements)
 
 
+def _neighbour(token: str) -> str:
+    """A span's neighbour as its context reads it: glue words as themselves ("for",
+    "from", "named"), every other word by its shape ("Umbrella" → "~Aa", "8" → "~9").
+    The other words are the task's values too (the "8" beside "42" in "8:42"): by name
+    they would tie the context to the training instances' values."""
+    low = token.lower()
+    return low if low in _SPAN_STOP else f"~{_shape(token)}"
+
+
 def _span_sites(instruction: str) -> list[tuple[str, list[str], list[str], float, float]]:
     """Each span a person might type (:func:`instruction_spans`) with where it sits: the
-    two words before and after it (lower case), its first word's position ÷ the
+    two words before and after it (:func:`_neighbour`), its first word's position ÷ the
     instruction's words, and its words ÷ 4."""
     out: dict[str, tuple[str, list[str], list[str], float, float]] = {}
     n_all = max(1, len(_words(instruction)))
     for m in _QUOTED.finditer(instruction):
-        before, after = _words(instruction[:m.start()]), _words(instruction[m.end():])
-        out.setdefault(m.group(1), (m.group(1), before[-2:], after[:2], len(before) / n_all,
+        before = _WORD_CASED.findall(instruction[:m.start()])
+        after = _WORD_CASED.findall(instruction[m.end():])
+        out.setdefault(m.group(1), (m.group(1), [_neighbour(w) for w in before[-2:]],
+                                    [_neighbour(w) for w in after[:2]],
+                                    len(before) / n_all,
                                     min(len(_words(m.group(1))), 4) / 4))
     body = _QUOTED.sub(" ", instruction)
     toks = [t.strip(_SPAN_TRIM) for t in _SPAN_TOKEN.findall(body)]
     toks = [t[:-2] if t.lower().endswith(("'s", "\u2019s")) else t for t in toks]
-    low = [t.lower() for t in toks]
+    near = [_neighbour(t) if t else "" for t in toks]
     ok = [bool(t) and t.lower() not in _SPAN_STOP for t in toks]
     for i in range(len(toks)):
         if not ok[i]:
@@ -313,8 +329,8 @@ def _span_sites(instruction: str) -> list[tuple[str, list[str], list[str], float
                 break
             if ok[j]:
                 span = " ".join(toks[i:j + 1])
-                out.setdefault(span, (span, [w for w in low[max(0, i - 2):i] if w],
-                                      [w for w in low[j + 1:j + 3] if w], i / len(toks),
+                out.setdefault(span, (span, [w for w in near[max(0, i - 2):i] if w],
+                                      [w for w in near[j + 1:j + 3] if w], i / len(toks),
                                       (j - i + 1) / 4))
     return list(out.values())
 
@@ -428,7 +444,10 @@ def encode_observation(obs: Observation, config: UITreeConfig) -> dict[str, Any]
     quoted = list(dict.fromkeys(_QUOTED.findall(obs.instruction)))[:2]
     focused = _text_focused(obs.elements)
     field = _focused_field(obs.elements) if ctx_on else []
-    typed = [site for site in sites if site[0] in quoted] if config.type_quoted else []
+    # text goes nowhere without a focused field (Android and the sims drop it): no type
+    # candidate then, where one was a no-op the policy could learn to like
+    typed = ([site for site in sites if site[0] in quoted]
+             if config.type_quoted and focused else [])
     if config.type_spans and focused:
         fixed.append(["enter", "", "", "", 0, 0, 0, 0, 0])
         typed += [site for site in sites

@@ -122,7 +122,7 @@ def test_decide_and_evaluate_agree_on_the_new_candidates() -> None:
     assert {d.choice["kind"] for d in ds if d.choice} & {"type", "answer", "enter"}
     old = StepRecord(obs={**(ds[0].obs or {}), "v": 3}, choice={"index": 0}, log_mu=0.0,
                      reward=0.0, policy_version=0)
-    with pytest.raises(ValueError, match="version 4"):
+    with pytest.raises(ValueError, match="version 5"):
         policy.evaluate([old])
 
 

@@ -48,11 +48,29 @@ def test_a_typed_span_carries_its_neighbours_shape_and_the_focused_field() -> No
                                          (1000, 2000), 3), cfg)
     rossi = _typed(enc)["Rossi"]
     ctx = rossi[9].split()
-    assert {"p1:liam", "p2:named", "n1:with", "n2:the", "sh:Aa", "f:last", "f:name",
+    # the neighbour "Liam" is a value too: read by its shape; glue words by name
+    assert {"p1:~Aa", "p2:named", "n1:with", "n2:the", "sh:Aa", "f:last", "f:name",
             "fi:last", "fi:name"} <= set(ctx)
+    assert not any("liam" in t for t in ctx)
     assert rossi[10] == round(6 / 12, 3) and rossi[11] == 0.25  # 7th of 12 words, 1 word
     assert _typed(enc)["Liam Rossi"][11] == 0.5
     assert "sh:9" in _typed(enc)["6505550142"][9].split()
+
+
+def test_a_quoted_phrase_is_typed_only_into_a_focused_field() -> None:
+    """Text sent with no focused field goes nowhere (Android, the sims): no candidate."""
+    cfg = UITreePolicy.from_config(SMALL).config
+    instruction = 'Search for "red shoes"'
+    unfocused = [_el(0, "", (0, 0, 1000, 2000)),
+                 _el(1, "Search", (0, 100, 1000, 200), rid="app:id/q",
+                     cls="android.widget.EditText", clickable=True)]
+    enc = encode_observation(Observation(instruction, unfocused, (1000, 2000), 1), cfg)
+    assert not _typed(enc) and "enter" not in [c[0] for c in enc["c"]]
+    focused = [*unfocused[:1], _el(1, "Search", (0, 100, 1000, 200), rid="app:id/q",
+                                   cls="android.widget.EditText", clickable=True,
+                                   focused=True)]
+    enc = encode_observation(Observation(instruction, focused, (1000, 2000), 2), cfg)
+    assert next(iter(_typed(enc))) == "red shoes"  # the quoted phrase comes first
 
 
 def test_a_span_the_screen_already_shows_is_flagged() -> None:
@@ -66,24 +84,27 @@ def test_a_span_the_screen_already_shows_is_flagged() -> None:
 def test_spans_are_scored_by_place_so_a_held_out_name_scores_as_a_trained_one() -> None:
     """Two instances that differ only in the first name: the first-name candidate's
     bag of own words is empty and its context is the same, so a trained network gives
-    it the same features whatever the name."""
+    it the same features whatever the name — and so does the last name's, whose
+    neighbour the first name is."""
     policy = UITreePolicy.from_config({**SMALL, "overlap_feature": False})
     with torch.no_grad():
         for prm in policy.trainable_parameters():
             prm.add_(0.3 * torch.randn(prm.shape, generator=torch.Generator().manual_seed(1)))
-    feats = []
+    feats: dict[str, list[torch.Tensor]] = {"first": [], "last": []}
     for first in ("Liam", "Omar"):
         enc = encode_observation(Observation(ADD.format(first=first), _form(""),
                                              (1000, 2000), 3), policy.config)
-        k = next(i for i, c in enumerate(enc["c"]) if c[0] == "type" and c[1] == first)
         arr = step_arrays(enc, policy.config.buckets, overlap=False)
-        assert arr.cand_len[k] == 0 and arr.ctx_len[k] > 0
         batch = uitree.collate([arr])
-        with torch.no_grad():
-            embed = policy.model.embed  # type: ignore[union-attr]
-            ctx = embed(batch.ctx_ids, batch.ctx_off).view(1, arr.count, -1)[0, k]
-        feats.append(torch.cat([ctx, batch.dense[0, k]]))
-    assert torch.equal(feats[0], feats[1])
+        for which, text in (("first", first), ("last", "Rossi")):
+            k = next(i for i, c in enumerate(enc["c"]) if c[0] == "type" and c[1] == text)
+            assert arr.cand_len[k] == 0 and arr.ctx_len[k] > 0
+            with torch.no_grad():
+                embed = policy.model.embed  # type: ignore[union-attr]
+                ctx = embed(batch.ctx_ids, batch.ctx_off).view(1, arr.count, -1)[0, k]
+            feats[which].append(torch.cat([ctx, batch.dense[0, k]]))
+    assert torch.equal(feats["first"][0], feats["first"][1])
+    assert torch.equal(feats["last"][0], feats["last"][1])
 
 
 def test_answers_carry_bounds_and_the_texts_beside_them() -> None:
