@@ -90,6 +90,15 @@ class UIElement:
         """What a person would call it: text, else content-desc, else the id's name."""
         return self.text or self.content_desc or self.resource_id.rpartition("/")[2]
 
+    @property
+    def is_text_field(self) -> bool:
+        """A field one types into (its text is typed input or a hint, not a label):
+        EditText, the subclasses dumps name by their own class (AutoCompleteTextView,
+        MultiAutoCompleteTextView, SearchView's SearchAutoComplete — a search box), or a
+        node a richer dumper marks ``editable``."""
+        c = self.class_name
+        return "EditText" in c or "AutoComplete" in c or self.extra.get("editable") == "true"
+
 
 def parse_ui_dump(xml: str | bytes) -> list[UIElement]:
     """Parse a dump; raises :class:`ProtocolError` on anything that is not one."""

@@ -32,6 +32,26 @@ def test_parse_flattens_in_document_order() -> None:
     assert find_elements(els, text_contains="wi\u2011fi") == [title]
 
 
+def _node(cls: str, extra: str = "") -> str:
+    return (f'<?xml version="1.0"?><hierarchy><node index="0" text="" resource-id="" '
+            f'class="{cls}" package="p" content-desc="" bounds="[0,0][10,10]" {extra}/>'
+            "</hierarchy>")
+
+
+@pytest.mark.parametrize(("cls", "extra", "field"), [
+    ("android.widget.EditText", "", True),
+    ("android.widget.AutoCompleteTextView", "", True),
+    ("android.widget.SearchView$SearchAutoComplete", "", True),
+    ("android.view.View", 'editable="true"', True),  # a richer dumper's flag
+    ("android.widget.TextView", "", False),
+    ("android.widget.Button", 'editable="false"', False),
+])
+def test_text_fields_are_edittexts_their_subclasses_or_marked_editable(
+        cls: str, extra: str, field: bool) -> None:
+    [e] = parse_ui_dump(_node(cls, extra))
+    assert e.is_text_field is field
+
+
 @pytest.mark.parametrize(
     "bad", ["", "ERROR: could not get idle state.", "<?xml <hierarchy></hierarchy>"]
 )

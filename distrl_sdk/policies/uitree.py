@@ -291,7 +291,7 @@ def _element_candidates(elements: Sequence[UIElement], size: tuple[int, int], ca
 
 def _text_focused(elements: Sequence[UIElement]) -> bool:
     """A text field has the focus (what typing and ENTER act on)."""
-    return any(e.focused and "EditText" in e.class_name for e in elements)
+    return any(e.focused and e.is_text_field for e in elements)
 
 
 def _neighbour(token: str) -> str:
@@ -383,7 +383,7 @@ def _answer_candidates(elements: Sequence[UIElement], size: tuple[int, int], cap
         if len(out) >= cap:
             break
         text = e.text[:240]  # whole sentences: the value may come late
-        if e.clickable or "EditText" in e.class_name or text in seen:
+        if e.clickable or e.is_text_field or text in seen:
             continue
         seen.add(text)
         b = e.bounds
@@ -400,7 +400,7 @@ def _focused_field(elements: Sequence[UIElement]) -> list[str]:
     """Context tokens of the focused text field: its text (the hint while empty) and its
     id's words — what it asks for."""
     for e in elements:
-        if e.focused and "EditText" in e.class_name:
+        if e.focused and e.is_text_field:
             return ([f"f:{w}" for w in _words(e.text)[:4]]
                     + [f"fi:{w}" for w in _words(_rid_text(e.resource_id))[:4]])
     return []
@@ -409,8 +409,8 @@ def _focused_field(elements: Sequence[UIElement]) -> list[str]:
 def _shows(elements: Sequence[UIElement], text: str) -> bool:
     """``text`` is on screen: some element says exactly it, or a field holds it."""
     t = text.casefold()
-    return any(e.text.casefold() == t or ("EditText" in e.class_name and t in
-                                          e.text.casefold()) for e in elements if e.text)
+    return any(e.text.casefold() == t or (e.is_text_field and t in e.text.casefold())
+               for e in elements if e.text)
 
 
 def _screen_overlap(instruction: str, elements: Sequence[UIElement]) -> float:

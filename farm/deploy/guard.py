@@ -495,8 +495,7 @@ def _rid_words(resource_id: str) -> str:
 
 def is_editable(e: UIElement) -> bool:
     """A text field (its text is what the user typed, not a label)."""
-    return ("EditText" in e.class_name or "AutoCompleteTextView" in e.class_name
-            or e.extra.get("editable") == "true")
+    return e.is_text_field
 
 
 def labels_of(e: UIElement) -> list[str]:

@@ -73,6 +73,25 @@ def test_a_quoted_phrase_is_typed_only_into_a_focused_field() -> None:
     assert next(iter(_typed(enc))) == "red shoes"  # the quoted phrase comes first
 
 
+@pytest.mark.parametrize("cls", ["android.widget.AutoCompleteTextView",
+                                 "android.widget.SearchView$SearchAutoComplete",
+                                 "android.widget.MultiAutoCompleteTextView"])
+def test_a_focused_search_box_of_any_edittext_subclass_takes_typing(cls: str) -> None:
+    """Real apps' search boxes dump as EditText subclasses under their own names."""
+    cfg = UITreePolicy.from_config(SMALL).config
+    screen = [_el(0, "", (0, 0, 1000, 2000)),
+              _el(1, "Search", (0, 100, 1000, 200), cls=cls, clickable=True, focused=True)]
+    enc = encode_observation(Observation('Search for "red shoes"', screen, (1000, 2000), 1),
+                             cfg)
+    assert next(iter(_typed(enc))) == "red shoes"
+    assert "enter" in [c[0] for c in enc["c"]]
+    button = [screen[0], _el(1, "Search", (0, 100, 1000, 200), cls="android.widget.Button",
+                             clickable=True, focused=True)]
+    enc = encode_observation(Observation('Search for "red shoes"', button, (1000, 2000), 1),
+                             cfg)
+    assert not _typed(enc)  # a focused button takes no text
+
+
 def test_a_span_the_screen_already_shows_is_flagged() -> None:
     cfg = UITreePolicy.from_config(SMALL).config
     enc = encode_observation(Observation(ADD.format(first="Liam"), _form("Liam"),
