@@ -493,17 +493,12 @@ def _rid_words(resource_id: str) -> str:
     return " ".join(re.split(r"[_\-.]+", name)).strip()
 
 
-def is_editable(e: UIElement) -> bool:
-    """A text field (its text is what the user typed, not a label)."""
-    return e.is_text_field
-
-
 def labels_of(e: UIElement) -> list[str]:
     """What names an element: text (not a field's content), content-desc, hint and the
     resource-id's name, normalised."""
     raw = [e.content_desc, e.extra.get("hint", ""), e.extra.get("tooltip-text", ""),
            _rid_words(e.resource_id)]
-    if not is_editable(e):
+    if not e.is_text_field:
         raw.insert(0, e.text)
     out: list[str] = []
     for r in raw:
@@ -693,18 +688,18 @@ class Guard:
         w, h = ctx.screen_size
         if isinstance(action, TypeText) and action.x is not None and action.y is not None:
             px, py = action.x * w, action.y * h
-            fields = [e for e in ctx.elements if is_editable(e) and e.bounds.contains(px, py)]
+            fields = [e for e in ctx.elements if e.is_text_field and e.bounds.contains(px, py)]
             if fields:
                 return max(fields, key=lambda e: (e.depth, e.index))
         focused = [e for e in ctx.elements if e.focused]
         for e in reversed(focused):
-            if is_editable(e):
+            if e.is_text_field:
                 return e
         return focused[-1] if focused else None
 
     def _resulting(self, action: TypeText, ctx: GuardContext) -> tuple[UIElement | None, str]:
         field = self.target_field(action, ctx)
-        current = _field_text(field) if field is not None and is_editable(field) else ""
+        current = _field_text(field) if field is not None and field.is_text_field else ""
         return field, current + action.text
 
     def _check_card(self, action: TypeText, ctx: GuardContext) -> Verdict | None:
@@ -723,7 +718,7 @@ class Guard:
         """A card number split over consecutive digit-only fields (4 + 4 + 4 + 4)."""
         run: list[str] = []
         found = None
-        for e in [*(e for e in ctx.elements if is_editable(e)), None]:
+        for e in [*(e for e in ctx.elements if e.is_text_field), None]:
             text = None if e is None else (result if e.index == field.index else _field_text(e))
             if text is not None and re.fullmatch(r"[\d -]{1,8}", text.strip() or "x"):
                 run.append(re.sub(r"\D", "", text))
@@ -743,7 +738,7 @@ class Guard:
             # the field's names, the labels beside it, and its text when that holds no
             # digit (an empty field shows its hint as its text)
             near = [field, *(e for e in ctx.elements
-                             if e.parent == field.parent and not is_editable(e))]
+                             if e.parent == field.parent and not e.is_text_field)]
             names = [label for e in near for label in labels_of(e)]
             if not re.search(r"\d", field.text):
                 names.append(normalise(field.text))
@@ -757,7 +752,7 @@ class Guard:
     def _check_enter(self, action: Key | TypeText, ctx: GuardContext,
                      what: str) -> Verdict | None:
         field = self.target_field(action, ctx)
-        if field is not None and not is_editable(field):  # a focused button: Enter clicks it
+        if field is not None and not field.is_text_field:  # a focused button: Enter clicks it
             x, y = field.bounds.center
             return self._check_touch(x, y, ctx, what)
         if field is not None:
@@ -768,7 +763,7 @@ class Guard:
                                    f"{rule.reason}", what)
         # in a field, or with nothing focused, Enter may submit the form through its
         # default button: any dangerous clickable on the screen refuses it
-        buttons = [e for e in ctx.elements if e.clickable and not is_editable(e)]
+        buttons = [e for e in ctx.elements if e.clickable and not e.is_text_field]
         hit = self._judge(buttons, self.config.denied_texts, ctx)
         if hit is not None:
             rule, label = hit
