@@ -766,6 +766,17 @@ def _build_model(cfg: UITreeConfig) -> torch.nn.Module:
     return Net()
 
 
+def _likeliest(cands: Sequence[Sequence[Any]], logp: torch.Tensor, chosen: int, n: int
+               ) -> list[dict[str, Any]]:
+    """The ``n`` likeliest candidates, most likely first (the chosen one first among
+    equals: an untrained policy ties everywhere): index, kind, label (an element's text,
+    a typed span …) and probability."""
+    lps = logp[:len(cands)].tolist()  # a batch's padding lies past the candidates
+    order = sorted(range(len(cands)), key=lambda k: (-lps[k], k != chosen, k))[:n]
+    return [{"index": k, "kind": cands[k][0], "label": str(cands[k][1])[:40],
+             "p": round(math.exp(lps[k]), 4)} for k in order]
+
+
 class UITreePolicy:
     """See the module docstring. ``UITreePolicy.from_config({"seed": 1})``."""
 
@@ -786,6 +797,10 @@ class UITreePolicy:
         # keep each step's featurisation in StepRecord.cache (False: recompute every
         # time; the benchmark's "before" arm, and a way to rule the cache out)
         self.step_cache = True
+        # > 0: each Decision's info lists the N likeliest candidates with their
+        # probabilities (``distrl eval --alternatives``: why a held-out step went wrong).
+        # Off in training, where info travels in every trajectory.
+        self.alternatives = 0
         c = self.config
         self._cache_key = f"uitree/v{_ENC_VERSION}/{c.buckets}/{int(c.overlap_feature)}"
 
@@ -823,10 +838,14 @@ class UITreePolicy:
         for b, enc in enumerate(encoded):
             k = int(picks[b])
             cand = enc["c"][k]
+            info: dict[str, Any] = {"entropy": round(float(ent[b]), 4),
+                                    "candidates": len(enc["c"])}
+            if self.alternatives > 0:
+                info["alternatives"] = _likeliest(enc["c"], logp[b], k, self.alternatives)
             out.append(Decision(
                 action=candidate_action(cand), log_prob=float(logp[b, k]), obs=enc,
                 choice={"index": k, "kind": cand[0], "label": str(cand[1])[:40]},
-                info={"entropy": round(float(ent[b]), 4), "candidates": len(enc["c"])}))
+                info=info))
         return out
 
     # -- learning (learner) ------------------------------------------------------------------

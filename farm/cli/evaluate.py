@@ -63,7 +63,7 @@ def _select(names: tuple[str, ...], tags: tuple[str, ...], paths: tuple[Path, ..
     return tasks
 
 
-def _policy(spec: str, seed: int, greedy: bool) -> Any:
+def _policy(spec: str, seed: int, greedy: bool, alternatives: int = 0) -> Any:
     from farm.evaluate import AgentEval, OracleEval, RandomEval
 
     if spec == "oracle":
@@ -86,6 +86,11 @@ def _policy(spec: str, seed: int, greedy: bool) -> Any:
         policy, version = load_policy(path)
     except DistRLError as exc:
         fail(str(exc))
+    if alternatives:
+        if not hasattr(policy, "alternatives"):
+            fail(f"--alternatives: a {getattr(policy, 'kind', 'this')} policy does not rank "
+                 "candidate actions (a uitree checkpoint does)")
+        policy.alternatives = alternatives
     reseed = getattr(policy, "reseed", None)
     if not greedy and callable(reseed):
         reseed(seed)
@@ -137,11 +142,16 @@ def _policy(spec: str, seed: int, greedy: bool) -> Any:
               help="Write every episode to this file, one JSON object a line: the "
                    "instance, its outcome and each action with what it touched (why a "
                    "held-out episode failed).")
+@click.option("--alternatives", type=click.IntRange(1, 50), default=None, metavar="N",
+              help="With --episodes-out and a uitree checkpoint: each step also lists "
+                   "the N candidate actions the policy found likeliest, with their "
+                   "probabilities (what it weighed against what it did).")
 def eval_cmd(policy_spec: str, sim: int | None, sim_profile: str, devices: tuple[str, ...],
              adb_host: str, adb_port: int | None, split: str, task_names: tuple[str, ...],
              task_tags: tuple[str, ...], paths: tuple[Path, ...], greedy: bool,
              episodes_per_task: int, seed: int, episode_timeout: float, ready_timeout: float,
-             as_json: bool, out: Path | None, episodes_out: Path | None) -> None:
+             as_json: bool, out: Path | None, episodes_out: Path | None,
+             alternatives: int | None) -> None:
     """Evaluate a policy on held-out instances of the sample tasks: success per task with
     95 % intervals, the suite mean with its interval, episodes and mean steps.
 
@@ -154,8 +164,13 @@ def eval_cmd(policy_spec: str, sim: int | None, sim_profile: str, devices: tuple
         raise click.UsageError("give either --sim N or --device SERIAL (one or more)")
     if sim is not None and sim_profile not in PROFILES:
         raise click.UsageError(f"--sim-profile {sim_profile!r}: one of {', '.join(PROFILES)}")
+    if alternatives is not None and episodes_out is None:
+        raise click.UsageError("--alternatives is written into --episodes-out: give both")
+    if alternatives is not None and policy_spec in ("oracle", "random"):
+        raise click.UsageError(f"--alternatives: the {policy_spec} policy weighs no "
+                               "candidates; give a uitree checkpoint")
     tasks = _select(task_names, task_tags, paths)
-    policy = _policy(policy_spec, seed, greedy)
+    policy = _policy(policy_spec, seed, greedy, alternatives or 0)
     instances = plan_instances(tasks, episodes_per_task, seed=seed,
                                split="test" if split == "test" else "train")
     learned = policy_spec not in ("oracle", "random")

@@ -1,12 +1,15 @@
 """What an evaluation episode did, as one JSON-able record: the instance, the outcome and
 each action with what it touched (``tap (0.50, 0.41) → 'Eiffel Tower - Wikipedia'``,
-not only the point), so a failed held-out episode can be read without replaying it.
+not only the point), so a failed held-out episode can be read without replaying it. A
+learned policy's steps add the probability it gave its action (``p``) and, when it was
+asked for them, the candidates it weighed most (``alternatives``).
 
     record = episode_record(trajectory, final=True)   # → one line of --episodes-out
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -63,6 +66,11 @@ def step_record(step: Step) -> dict[str, Any]:
             out["describe"] = f"{out['describe']} → {label!r}"
     if step.activity:
         out["activity"] = step.activity
+    log_prob = step.info.get("log_prob")
+    if isinstance(log_prob, int | float):
+        out["p"] = round(math.exp(log_prob), 4)  # the policy's probability of this action
+    if step.info.get("alternatives"):  # `eval --alternatives N`: what else it weighed
+        out["alternatives"] = step.info["alternatives"]
     return out
 
 

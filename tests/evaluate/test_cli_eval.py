@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from distrl_sdk.policies import save_policy
+from distrl_sdk.policies import build_policy, save_policy
 from distrl_sdk.policies.uitree import UITreePolicy
 from farm.cli import cli
 
@@ -82,8 +82,38 @@ def test_episodes_out_names_what_each_action_touched(tmp_path: Path) -> None:
                for s in wiki["steps"])
 
 
+def test_alternatives_list_what_a_learned_policy_weighed_at_each_step(tmp_path: Path) -> None:
+    ckpt = save_policy(UITreePolicy.from_config({"buckets": 256, "embed_dim": 8, "hidden": 8,
+                                                 "overlap_prior": 2.0}), tmp_path / "p", 3)
+    trace = tmp_path / "episodes.jsonl"
+    code, out = run("--policy", str(ckpt), "--sim", "1", "--task", "settings.wifi_on", "-k",
+                    "1", "--episodes-out", str(trace), "--alternatives", "3")
+    assert code == 0, out
+    [rec] = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert rec["steps"]
+    for step in rec["steps"]:
+        alts = step["alternatives"]
+        assert 1 <= len(alts) <= 3 and all(0 < a["p"] <= 1 for a in alts)
+        assert [a["p"] for a in alts] == sorted((a["p"] for a in alts), reverse=True)
+        assert step["p"] == alts[0]["p"]  # greedy: it took its likeliest candidate
+        if step["describe"].startswith("tap") and alts[0]["label"]:  # … and it is listed
+            assert alts[0]["kind"] == "tap"
+            assert alts[0]["label"].startswith(step["target"][:20]), step
+    # the untrained policy reads the instruction through the prior: "Wi-Fi" in a row's
+    # summary makes "Network & internet" its likeliest step, well ahead of the rest
+    row = next(s for s in rec["steps"] if s.get("target") == "Network & internet")
+    assert row["alternatives"][0]["p"] > 2 * row["alternatives"][1]["p"]
+    # without --alternatives the record keeps its size: only the action's probability
+    code, out = run("--policy", str(ckpt), "--sim", "1", "--task", "settings.wifi_on", "-k",
+                    "1", "--episodes-out", str(trace))
+    assert code == 0, out
+    [rec] = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert all("alternatives" not in s and 0 < s["p"] <= 1 for s in rec["steps"])
+
+
 def test_user_mistakes_exit_2_with_a_message_and_no_traceback(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
+    vlm = save_policy(build_policy("vlm", {"tiny": {"seed": 0}}), tmp_path / "vlm", 1)
     cases = [
         (("--policy", "oracle", "--sim", "1", "--task", "settings.nope"),
          "unknown task 'settings.nope'"),
@@ -98,6 +128,12 @@ def test_user_mistakes_exit_2_with_a_message_and_no_traceback(tmp_path: Path) ->
           "--episodes-out", str(tmp_path / "no" / "e.jsonl")), "no such directory"),
         (("--policy", "oracle", "--sim", "1", "--task", "settings.dnd_on",
           "--episodes-out", str(tmp_path / "empty")), "--episodes-out"),
+        (("--policy", "oracle", "--sim", "1", "--alternatives", "3",
+          "--episodes-out", str(tmp_path / "e.jsonl")), "the oracle policy weighs no"),
+        (("--policy", str(vlm), "--sim", "1", "--alternatives", "3",
+          "--episodes-out", str(tmp_path / "e.jsonl")), "a vlm policy does not rank"),
+        (("--policy", "oracle", "--sim", "1", "--alternatives", "3"),
+          "give both"),
         (("--policy", "oracle", "--device", "127.0.0.1:9", "--ready-timeout", "1",
           "--task", "settings.dnd_on"), "device not reachable: 127.0.0.1:9"),
     ]

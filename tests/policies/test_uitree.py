@@ -198,6 +198,30 @@ def test_sampling_and_greedy_are_deterministic(elements: list) -> None:  # type:
     assert g == picks(1, True) and len(set(g)) == 1
 
 
+def test_alternatives_are_the_likeliest_candidates_with_their_probabilities(
+        elements: list) -> None:  # type: ignore[type-arg]
+    policy = UITreePolicy.from_config({**SMALL, "overlap_prior": 2.0})
+    [plain] = policy.decide([obs(elements)], greedy=True)
+    assert "alternatives" not in plain.info  # off unless asked: info rides in trajectories
+    policy.alternatives = 3
+    # two screens in one batch: the shorter one's padding is never an alternative
+    short = obs(elements[:2])
+    d, d_short = policy.decide([obs(elements), short], greedy=True)
+    alts = d.info["alternatives"]
+    enc = encode_observation(obs(elements), policy.config)
+    assert len(alts) == 3 and [a["p"] for a in alts] == sorted((a["p"] for a in alts),
+                                                               reverse=True)
+    assert alts[0]["index"] == d.choice["index"]  # type: ignore[index]  # greedy: the top
+    assert alts[0]["p"] == pytest.approx(math.exp(d.log_prob), abs=1e-4)  # type: ignore[arg-type]
+    assert (alts[0]["kind"], alts[0]["label"]) == ("tap", "Bluetooth OFF")
+    assert all(enc["c"][a["index"]][0] == a["kind"] for a in alts)
+    n_short = d_short.info["candidates"]
+    policy.alternatives = 50
+    [d_short] = policy.decide([short, obs(elements)], greedy=True)[:1]
+    assert len(d_short.info["alternatives"]) == n_short
+    assert sum(a["p"] for a in d_short.info["alternatives"]) == pytest.approx(1.0, abs=1e-3)
+
+
 def test_weights_round_trip_through_a_checkpoint(elements: list, tmp_path: Path) -> None:  # type: ignore[type-arg]
     policy = UITreePolicy.from_config({"seed": 5, "hidden": 32, "buckets": 4096})
     with torch.no_grad():
