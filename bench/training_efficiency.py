@@ -93,7 +93,8 @@ NO_PRIOR = {"overlap_prior": 0.0, "overlap_feature": False}
 
 def sft_policy_config(opts: argparse.Namespace, seed: int) -> dict[str, Any]:
     """The SFT arms' fresh policy: never the logit prior; the overlap input if asked."""
-    return {"overlap_prior": 0.0, "overlap_feature": opts.overlap_feature, "seed": seed}
+    return {"overlap_prior": 0.0, "overlap_feature": opts.overlap_feature,
+            "money_rank": opts.money_rank, "seed": seed}
 
 
 @dataclass
@@ -455,6 +456,9 @@ def main() -> None:
     ap.add_argument("--overlap-feature", action=argparse.BooleanOptionalAction, default=True,
                     help="the SFT arms' policy reads instruction/element word overlap as an "
                          "input (its weight learned; the logit prior stays off either way)")
+    ap.add_argument("--money-rank", action=argparse.BooleanOptionalAction, default=False,
+                    help="the SFT arms' policy marks the lowest / highest amount of money "
+                         "among the candidates on screen (UITreeConfig.money_rank)")
     ap.add_argument("--eval-every", type=float, default=180.0, help="seconds between rounds")
     ap.add_argument("--eval-episodes", type=int, default=1, help="per task and round")
     ap.add_argument("--final-episodes", type=int, default=5,

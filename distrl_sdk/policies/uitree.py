@@ -94,6 +94,7 @@ _SPAN_STOP = _STOP | frozenset((
     "that", "every", "repeats", "alarm", "google", "chrome", "shop", "settings", "am", "pm",
     "two", "cheapest", "product", "check", "about", "article", "wikipedia", "be", "are"))
 _SPAN_TOKEN = re.compile(r"[^\s:\"]+")
+_MONEY = re.compile(r"[$€£]\s?(\d[\d,]*(?:\.\d+)?)")
 _SPAN_TRIM = ".,;!?()'\u2019"
 _QUESTION = re.compile(r"\?|\bfind out\b|^(what|which|how|who|when|where)\b", re.I)
 
@@ -150,6 +151,11 @@ class UITreeConfig:
     # entropy 0.01 nats whatever β, and held-out success fell from 0.57 to 0.37. With a
     # cap, log π ≥ −(2·cap + ln N) and a saturated logit stops being pushed
     logit_cap: float = 10.0
+    # mark the candidates (taps, answers) whose text shows the lowest or highest amount
+    # of money among those of their kind on screen (context tokens ``mr:lo``/``mr:hi``,
+    # ``mr:mid`` between): "the cheapest" then has something to read that does not name
+    # the products, which a held-out category replaces. Off: the encoding of v5 exactly
+    money_rank: bool = False
     seed: int = 0  # initial weights and the sampling RNG
 
     @classmethod
@@ -396,6 +402,27 @@ def _answer_candidates(elements: Sequence[UIElement], size: tuple[int, int], cap
     return out
 
 
+def _rank_money(cands: list[list[Any]], kind: str) -> None:
+    """Add ``mr:lo`` / ``mr:hi`` / ``mr:mid`` to the context of each ``kind`` candidate
+    whose text shows an amount of money (its first), by where the amount stands among
+    theirs — when they show at least two different amounts."""
+    amounts: dict[int, float] = {}
+    for j, cand in enumerate(cands):
+        m = _MONEY.search(str(cand[1])) if cand[0] == kind else None
+        if m:
+            amounts[j] = float(m.group(1).replace(",", ""))
+    if len(set(amounts.values())) < 2:
+        return
+    lo, hi = min(amounts.values()), max(amounts.values())
+    for j, amount in amounts.items():
+        token = "mr:lo" if amount == lo else "mr:hi" if amount == hi else "mr:mid"
+        cand = cands[j]
+        if len(cand) > 9:
+            cand[9] = f"{cand[9]} {token}".strip()
+        else:
+            cand.append(token)
+
+
 def _focused_field(elements: Sequence[UIElement]) -> list[str]:
     """Context tokens of the focused text field: its text (the hint while empty) and its
     id's words — what it asks for."""
@@ -435,7 +462,9 @@ def encode_observation(obs: Observation, config: UITreeConfig) -> dict[str, Any]
     "the previous action tapped here", focused (a text field) and "already on screen" (a
     typed span). Text candidates (type, answer) add ``ctx`` (context tokens, see
     ``UITreeConfig.candidate_context``), and typed spans their position in the
-    instruction and length: ``[…, ctx, position, words ÷ 4]``."""
+    instruction and length: ``[…, ctx, position, words ÷ 4]``. With
+    ``UITreeConfig.money_rank`` a tap candidate showing an amount of money adds a ctx
+    of its own (its rank among the screen's amounts)."""
     fixed: list[list[Any]] = [["open_app", app, "", "", 0, 0, 0, 0, 0] for app in config.apps]
     fixed += [[k, "", "", "", 0, 0, 0, 0, 0] for k in ("scroll_down", "scroll_up", "back",
                                                         "home")]
@@ -464,6 +493,9 @@ def encode_observation(obs: Observation, config: UITreeConfig) -> dict[str, Any]
     last_tap = (float(last.x), float(last.y)) if isinstance(last, Tap) else None
     taps = _element_candidates(obs.elements, obs.screen_size,
                                max(0, config.max_elements - len(fixed)), last_tap)
+    if config.money_rank:
+        for kind in ("tap", "answer"):
+            _rank_money(taps if kind == "tap" else fixed, kind)
     hist = [_history_kind(a) for a in obs.history[-_HISTORY:]]
     return {"v": _ENC_VERSION, "i": obs.instruction, "s": int(obs.step), "h": hist,
             "so": _screen_overlap(obs.instruction, obs.elements) if ctx_on else 0.0,
