@@ -494,8 +494,9 @@ def encode_observation(obs: Observation, config: UITreeConfig) -> dict[str, Any]
     taps = _element_candidates(obs.elements, obs.screen_size,
                                max(0, config.max_elements - len(fixed)), last_tap)
     if config.money_rank:
-        for kind in ("tap", "answer"):
-            _rank_money(taps if kind == "tap" else fixed, kind)
+        _rank_money(taps, "tap")
+        if ctx_on:  # an answer with a context is read without its own words: not without
+            _rank_money(fixed, "answer")
     hist = [_history_kind(a) for a in obs.history[-_HISTORY:]]
     return {"v": _ENC_VERSION, "i": obs.instruction, "s": int(obs.step), "h": hist,
             "so": _screen_overlap(obs.instruction, obs.elements) if ctx_on else 0.0,

@@ -88,3 +88,13 @@ def test_answers_are_ranked_among_answers_after_their_context() -> None:
     answers = {c[1]: c[9].split() for c in enc["c"] if c[0] == "answer"}
     assert answers["Low $10"][-1] == "mr:lo" and answers["High $30"][-1] == "mr:hi"
     assert "sh:Aa_$9" in answers["Low $10"]  # the context is kept, the rank added
+    # without candidate context an answer is read by its own words: no rank makes it a
+    # context-only candidate behind the ablation's back
+    root = UIElement(index=0, depth=0, parent=None, text="", resource_id="", class_name="F",
+                     package="app", content_desc="", bounds=Bounds(0, 0, 1000, 2000))
+    cfg = UITreePolicy.from_config({"buckets": 256, "embed_dim": 8, "hidden": 8,
+                                    "money_rank": True, "candidate_context": False}).config
+    enc = encode_observation(Observation("What is the lowest price?",
+                                         [root, _row(1, "High $30", False),
+                                          _row(2, "Low $10", False)], (1000, 2000), 0), cfg)
+    assert [c[9] for c in enc["c"] if c[0] == "answer"] == ["", ""]
