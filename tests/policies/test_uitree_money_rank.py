@@ -55,19 +55,20 @@ def test_the_cheapest_products_row_is_marked_on_the_real_shop_screen(
         assert all(c[0] == "tap" for c in cands if str(c[1]) in ranks)
 
 
-def _row(i: int, text: str, kind_clickable: bool = True) -> UIElement:
+def _row(i: int, text: str, clickable: bool = True) -> UIElement:
     return UIElement(index=i, depth=1, parent=0, text=text, resource_id=f"app:id/r{i}",
                      class_name="android.widget.TextView", package="app", content_desc="",
-                     bounds=Bounds(0, 100 * i, 1000, 100 * i + 90), clickable=kind_clickable)
+                     bounds=Bounds(0, 100 * i, 1000, 100 * i + 90), clickable=clickable)
 
 
 def _enc(texts: list[str], *, on: bool = True, clickable: bool = True,
-         instruction: str = "Add the cheapest one") -> dict:  # type: ignore[type-arg]
+         instruction: str = "Add the cheapest one", **config: object
+         ) -> dict:  # type: ignore[type-arg]
     root = UIElement(index=0, depth=0, parent=None, text="", resource_id="", class_name="F",
                      package="app", content_desc="", bounds=Bounds(0, 0, 1000, 2000))
     screen = [root, *(_row(i + 1, t, clickable) for i, t in enumerate(texts))]
     cfg = UITreePolicy.from_config({"buckets": 256, "embed_dim": 8, "hidden": 8,
-                                    "money_rank": on}).config
+                                    "money_rank": on, **config}).config
     return encode_observation(Observation(instruction, screen, (1000, 2000), 0), cfg)
 
 
@@ -90,11 +91,6 @@ def test_answers_are_ranked_among_answers_after_their_context() -> None:
     assert "sh:Aa_$9" in answers["Low $10"]  # the context is kept, the rank added
     # without candidate context an answer is read by its own words: no rank makes it a
     # context-only candidate behind the ablation's back
-    root = UIElement(index=0, depth=0, parent=None, text="", resource_id="", class_name="F",
-                     package="app", content_desc="", bounds=Bounds(0, 0, 1000, 2000))
-    cfg = UITreePolicy.from_config({"buckets": 256, "embed_dim": 8, "hidden": 8,
-                                    "money_rank": True, "candidate_context": False}).config
-    enc = encode_observation(Observation("What is the lowest price?",
-                                         [root, _row(1, "High $30", False),
-                                          _row(2, "Low $10", False)], (1000, 2000), 0), cfg)
+    enc = _enc(["High $30", "Low $10"], clickable=False,
+               instruction="What is the lowest price?", candidate_context=False)
     assert [c[9] for c in enc["c"] if c[0] == "answer"] == ["", ""]
