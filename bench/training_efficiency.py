@@ -95,7 +95,8 @@ NO_PRIOR = {"overlap_prior": 0.0, "overlap_feature": False}
 def sft_policy_config(opts: argparse.Namespace, seed: int) -> dict[str, Any]:
     """The SFT arms' fresh policy: never the logit prior; the overlap input if asked."""
     return {"overlap_prior": 0.0, "overlap_feature": opts.overlap_feature,
-            "money_rank": opts.money_rank, "seed": seed}
+            "money_rank": opts.money_rank,
+            "last_tap_same_element": opts.last_tap_same_element, "seed": seed}
 
 
 @dataclass
@@ -466,6 +467,11 @@ def main() -> None:
     ap.add_argument("--money-rank", action=argparse.BooleanOptionalAction, default=False,
                     help="the SFT arms' policy marks the lowest / highest amount of money "
                          "among the candidates on screen (UITreeConfig.money_rank)")
+    ap.add_argument("--last-tap-same-element", action=argparse.BooleanOptionalAction,
+                    default=False,
+                    help="the SFT arms' policy flags a candidate as tapped by the previous "
+                         "action only where the previous screen had that element under the "
+                         "tap (UITreeConfig.last_tap_same_element)")
     ap.add_argument("--eval-every", type=float, default=180.0, help="seconds between rounds")
     ap.add_argument("--eval-episodes", type=int, default=1, help="per task and round")
     ap.add_argument("--final-episodes", type=int, default=5,

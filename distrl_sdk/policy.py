@@ -27,6 +27,10 @@ class Observation:
     step: int
     history: list[Any] = field(default_factory=list)  # earlier actions (or InvalidAction)
     screenshot_png: bytes | None = None
+    # the screen the previous action was chosen on (None: the first step, or a caller that
+    # does not keep it): tells "the last tap hit this element" from "the last tap's point
+    # lies on whatever the next screen drew there"
+    previous_elements: list[UIElement] | None = None
 
 
 @dataclass

@@ -82,7 +82,8 @@ async def run_episode(
             t0 = time.perf_counter()
             elements = await device.ui_elements()
             shot = await device.screenshot_png() if with_screenshots else None
-            obs = Observation(task.instruction, elements, size, i, traj.actions, shot)
+            prev = traj.steps[-1].screen if traj.steps else None
+            obs = Observation(task.instruction, elements, size, i, traj.actions, shot, prev)
             t1 = time.perf_counter()
             action: Any = await policy.act(obs)
             t2 = time.perf_counter()

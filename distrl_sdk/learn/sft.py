@@ -48,8 +48,9 @@ class SFTConfig:
 
 def _observation(ep: DemoEpisode, i: int, frames: bool) -> Observation:
     s = ep.steps[i]
+    prev = list(ep.steps[i - 1].elements) if i > 0 else None
     return Observation(ep.instruction, list(s.elements), s.screen_size, i, ep.history(i),
-                       s.frame if frames else None)
+                       s.frame if frames else None, prev)
 
 
 def sft_examples(policy: TrainablePolicy, episodes: Iterable[DemoEpisode]

@@ -156,6 +156,12 @@ class UITreeConfig:
     # ``mr:mid`` between): "the cheapest" then has something to read that does not name
     # the products, which a held-out category replaces. Off: the encoding of v5 exactly
     money_rank: bool = False
+    # the "previous action tapped here" flag marks a candidate only where the previous
+    # screen had the same element (text, id, class) under the tap: not a button the next
+    # screen happens to draw at that point — a product row's tap falling on the product
+    # page's "Add to cart" read as "already added". Needs ``Observation.previous_elements``
+    # (without it the flag stays positional). Off: the encoding of v5 exactly
+    last_tap_same_element: bool = False
     seed: int = 0  # initial weights and the sampling RNG
 
     @classmethod
@@ -241,8 +247,11 @@ def _history_kind(action: Any) -> str:
 
 
 def _element_candidates(elements: Sequence[UIElement], size: tuple[int, int], cap: int,
-                        last_tap: tuple[float, float] | None = None) -> list[list[Any]]:
-    """Clickable elements (and checkables with no clickable ancestor) as candidates."""
+                        last_tap: tuple[float, float] | None = None,
+                        tapped: set[tuple[str, str, str]] | None = None) -> list[list[Any]]:
+    """Clickable elements (and checkables with no clickable ancestor) as candidates.
+    ``last_tap`` flags the candidates under the previous tap, and only those whose
+    (label, id, class) is in ``tapped`` when that is given."""
     w, h = max(1, size[0]), max(1, size[1])
     by_index = {e.index: e for e in elements}
     children: dict[int, list[UIElement]] = {}
@@ -276,8 +285,7 @@ def _element_candidates(elements: Sequence[UIElement], size: tuple[int, int], ca
         flags = ((_F_CLICK if e.clickable else 0) | (_F_CHECKABLE if e.checkable else 0)
                  | (_F_CHECKED if e.checked else 0) | (_F_SCROLL if e.scrollable else 0)
                  | (_F_SELECTED if e.selected else 0) | (_F_FOCUSED if e.focused else 0))
-        if last_tap is not None and b.contains(last_tap[0] * w, last_tap[1] * h):
-            flags |= _F_LAST_TAPPED
+        under_tap = last_tap is not None and b.contains(last_tap[0] * w, last_tap[1] * h)
         stack = list(children.get(e.index, ()))
         seen = 0
         while stack and seen < 12:  # a row's label lives in its children
@@ -289,9 +297,12 @@ def _element_candidates(elements: Sequence[UIElement], size: tuple[int, int], ca
             stack.extend(children.get(c.index, ()))
         label = " ".join(dict.fromkeys(texts))[:120]
         rid = e.resource_id.rpartition("/")[2][:40]
+        cls = e.class_name.rpartition(".")[2][:24]
+        if under_tap and (tapped is None or (label, rid, cls) in tapped):
+            flags |= _F_LAST_TAPPED
         box = [round(min(max(v, 0.0), 1.0), 4)
                for v in (b.left / w, b.top / h, b.right / w, b.bottom / h)]
-        out.append(["tap", label, rid, e.class_name.rpartition(".")[2][:24], flags, *box])
+        out.append(["tap", label, rid, cls, flags, *box])
     return out
 
 
@@ -464,7 +475,8 @@ def encode_observation(obs: Observation, config: UITreeConfig) -> dict[str, Any]
     ``UITreeConfig.candidate_context``), and typed spans their position in the
     instruction and length: ``[…, ctx, position, words ÷ 4]``. With
     ``UITreeConfig.money_rank`` a tap candidate showing an amount of money adds a ctx
-    of its own (its rank among the screen's amounts)."""
+    of its own (its rank among the screen's amounts); ``last_tap_same_element`` narrows
+    the "tapped here" flag to the element the previous tap hit."""
     fixed: list[list[Any]] = [["open_app", app, "", "", 0, 0, 0, 0, 0] for app in config.apps]
     fixed += [[k, "", "", "", 0, 0, 0, 0, 0] for k in ("scroll_down", "scroll_up", "back",
                                                         "home")]
@@ -491,8 +503,14 @@ def encode_observation(obs: Observation, config: UITreeConfig) -> dict[str, Any]
         fixed += _answer_candidates(obs.elements, obs.screen_size, config.max_answers, ctx_on)
     last = obs.history[-1] if obs.history else None
     last_tap = (float(last.x), float(last.y)) if isinstance(last, Tap) else None
+    tapped = None
+    if last_tap is not None and config.last_tap_same_element \
+            and obs.previous_elements is not None:
+        tapped = {(c[1], c[2], c[3]) for c in _element_candidates(
+            obs.previous_elements, obs.screen_size, config.max_elements, last_tap)
+            if c[4] & _F_LAST_TAPPED}
     taps = _element_candidates(obs.elements, obs.screen_size,
-                               max(0, config.max_elements - len(fixed)), last_tap)
+                               max(0, config.max_elements - len(fixed)), last_tap, tapped)
     if config.money_rank:
         _rank_money(taps, "tap")
         if ctx_on:  # an answer with a context is read without its own words: not without

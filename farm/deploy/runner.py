@@ -44,6 +44,7 @@ from distrl_sdk.policy import Decision, Observation, Policy
 from distrl_sdk.runner import SUCCESS_THRESHOLD
 from distrl_sdk.task import Task
 from distrl_sdk.trajectory import EpisodeStatus, Step, Trajectory
+from distrl_sdk.uitree import UIElement
 from distrl_sdk.wire import DeviceStatus, trajectory_to_msg
 from farm.deploy.guard import Guard, GuardContext, Verdict
 from farm.deploy.record import LiveFeed, Recorder, device_id_for
@@ -231,6 +232,7 @@ async def run_deploy(device: AdbDevice, policy: Policy, opts: DeployOptions, *,
         size = await device.screen_size()
         await status("busy", 0, detail="deploying")
         i = 0
+        previous: list[UIElement] | None = None
         while True:
             limit = guard.check_limits(i, time.monotonic() - t_start)
             if limit is not None:
@@ -241,7 +243,7 @@ async def run_deploy(device: AdbDevice, policy: Policy, opts: DeployOptions, *,
             seen = await observe(device)
             shot = seen.frame.to_png() if _wants_pixels(policy) else None
             pobs = Observation(opts.instruction, list(seen.elements), size, i, traj.actions,
-                               shot)
+                               shot, previous)
             t1 = time.perf_counter()
             try:
                 chosen: Any = await policy.act(pobs)
@@ -309,6 +311,7 @@ async def run_deploy(device: AdbDevice, policy: Policy, opts: DeployOptions, *,
                         activity=f"{seen.package}/{seen.activity}" if seen.package else None,
                         info={**info, "timings": dict(report.seconds)})
             traj.steps.append(step)
+            previous = list(seen.elements)
             result.steps.append(report)  # before executing: an interrupted step is recorded
             if report.outcome == "allowed":
                 t3 = time.perf_counter()

@@ -210,3 +210,26 @@ async def test_a_policy_returning_junk_runs_nothing(sim_adb_device: Any, tmp_pat
     assert [s.outcome for s in res.steps] == ["invalid", "invalid", "allowed"]
     assert "returned NoneType, not an action" in res.steps[0].message
     assert not (tmp_path / "episode.gif").exists() and (tmp_path / "deploy.json").is_file()
+
+
+class Watching(Scripted):
+    """Scripted, and keeps what each observation says about the screen before it."""
+
+    def __init__(self, *actions: Any) -> None:
+        super().__init__(*actions)
+        self.seen: list[Observation] = []
+
+    async def act(self, observation: Observation) -> Any:
+        self.seen.append(observation)
+        return await super().act(observation)
+
+
+async def test_each_observation_carries_the_screen_the_previous_action_was_chosen_on(
+        sim_adb_device: Any, tmp_path: Path) -> None:
+    policy = Watching(OpenApp("Settings"), Wait(0.05), Complete())
+    await run_deploy(sim_adb_device, policy,
+                     DeployOptions("x", tmp_path, Guard(), settle_s=0.0, record=False))
+    first, second, third = policy.seen
+    assert first.previous_elements is None
+    assert second.previous_elements == first.elements != second.elements  # Settings opened
+    assert third.previous_elements == second.elements
