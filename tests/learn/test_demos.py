@@ -7,7 +7,6 @@ import asyncio
 import io
 import json
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,17 +27,13 @@ from distrl_sdk.policy import Observation, OraclePolicy
 from distrl_sdk.registry import TaskRegistry
 from distrl_sdk.uitree import Bounds, UIElement
 from farm.device import AdbDevice
-from farm.sim.adbhost import PrivateAdbServer, bundled_adb
-from farm.sim.background import BackgroundFarm
 
 REGISTRY = TaskRegistry.discover(use_env=False)
 
 
 @pytest.fixture(scope="module")
-def device() -> Iterator[AdbDevice]:
-    with BackgroundFarm(1, seed=5) as farm, PrivateAdbServer(bundled_adb()) as adb:
-        adb.connect(farm.phones[0].serial)
-        yield AdbDevice(farm.phones[0].serial, port=adb.port)
+def device(shared_sim_device: AdbDevice) -> AdbDevice:
+    return shared_sim_device
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ checked on the sim Shop's real screens and on hand-built ones."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,17 +22,13 @@ from distrl_sdk.policy import Observation, OraclePolicy
 from distrl_sdk.registry import TaskRegistry
 from distrl_sdk.uitree import Bounds, UIElement
 from farm.device import AdbDevice
-from farm.sim.adbhost import PrivateAdbServer, bundled_adb
-from farm.sim.background import BackgroundFarm
 
 TASKS = TaskRegistry.discover(use_env=False)
 
 
 @pytest.fixture(scope="module")
-def device() -> Iterator[AdbDevice]:
-    with BackgroundFarm(1, seed=5) as farm, PrivateAdbServer(bundled_adb()) as adb:
-        adb.connect(farm.phones[0].serial)
-        yield AdbDevice(farm.phones[0].serial, port=adb.port)
+def device(shared_sim_device: AdbDevice) -> AdbDevice:
+    return shared_sim_device
 
 
 def _record(name: str, params: dict[str, Any], split: str, device: AdbDevice,

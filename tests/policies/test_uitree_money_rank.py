@@ -5,7 +5,6 @@ money on screen carry ``mr:lo`` / ``mr:hi`` — checked on the sim Shop's real s
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import pytest
 
@@ -15,17 +14,13 @@ from distrl_sdk.policy import Observation, OraclePolicy
 from distrl_sdk.registry import TaskRegistry
 from distrl_sdk.uitree import Bounds, UIElement
 from farm.device import AdbDevice
-from farm.sim.adbhost import PrivateAdbServer, bundled_adb
-from farm.sim.background import BackgroundFarm
 
 CHEAPEST = TaskRegistry.discover(use_env=False).get("shop.cheapest_in_category")
 
 
 @pytest.fixture(scope="module")
-def device() -> Iterator[AdbDevice]:
-    with BackgroundFarm(1, seed=5) as farm, PrivateAdbServer(bundled_adb()) as adb:
-        adb.connect(farm.phones[0].serial)
-        yield AdbDevice(farm.phones[0].serial, port=adb.port)
+def device(shared_sim_device: AdbDevice) -> AdbDevice:
+    return shared_sim_device
 
 
 def _ranks(cands: list[list]) -> dict[str, str]:  # type: ignore[type-arg]
