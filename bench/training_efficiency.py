@@ -95,7 +95,7 @@ NO_PRIOR = {"overlap_prior": 0.0, "overlap_feature": False}
 def sft_policy_config(opts: argparse.Namespace, seed: int) -> dict[str, Any]:
     """The SFT arms' fresh policy: never the logit prior; the overlap input if asked."""
     return {"overlap_prior": 0.0, "overlap_feature": opts.overlap_feature,
-            "money_rank": opts.money_rank,
+            "money_rank": opts.money_rank, "money_rank_asked": opts.money_rank_asked,
             "last_tap_same_element": opts.last_tap_same_element, "seed": seed}
 
 
@@ -467,6 +467,10 @@ def main() -> None:
     ap.add_argument("--money-rank", action=argparse.BooleanOptionalAction, default=False,
                     help="the SFT arms' policy marks the lowest / highest amount of money "
                          "among the candidates on screen (UITreeConfig.money_rank)")
+    ap.add_argument("--money-rank-asked", action=argparse.BooleanOptionalAction,
+                    default=False,
+                    help="with --money-rank: mark the amounts only when the instruction asks "
+                         "about price (UITreeConfig.money_rank_asked)")
     ap.add_argument("--last-tap-same-element", action=argparse.BooleanOptionalAction,
                     default=False,
                     help="the SFT arms' policy flags a candidate as tapped by the previous "

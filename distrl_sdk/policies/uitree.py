@@ -96,6 +96,8 @@ _SPAN_STOP = _STOP | frozenset((
 _SPAN_TOKEN = re.compile(r"[^\s:\"]+")
 _MONEY = re.compile(r"[$€£]\s?(\d[\d,]*(?:\.\d+)?)")
 _SPAN_TRIM = ".,;!?()'\u2019"
+_PRICE_ASK = re.compile(r"\b(cheap|cheapest|cheaper|least expensive|lowest[- ]price[ds]?|"
+                        r"most expensive|priciest|pricier|highest[- ]price[ds]?)\b", re.I)
 _QUESTION = re.compile(r"\?|\bfind out\b|^(what|which|how|who|when|where)\b", re.I)
 
 
@@ -156,6 +158,11 @@ class UITreeConfig:
     # ``mr:mid`` between): "the cheapest" then has something to read that does not name
     # the products, which a held-out category replaces. Off: the encoding of v5 exactly
     money_rank: bool = False
+    # with ``money_rank``: mark the amounts only when the instruction asks about price
+    # ("cheapest", "most expensive" …). Ungated, ``mr:lo`` sits on every result list and
+    # the cheapest row out-pulled a held-out product the instruction names (Off: as the
+    # v6 benchmark rows ran)
+    money_rank_asked: bool = False
     # the "previous action tapped here" flag marks a candidate only where the previous
     # screen had the same element (text, id, class) under the tap: not a button the next
     # screen happens to draw at that point — a product row's tap falling on the product
@@ -511,7 +518,8 @@ def encode_observation(obs: Observation, config: UITreeConfig) -> dict[str, Any]
             if c[4] & _F_LAST_TAPPED}
     taps = _element_candidates(obs.elements, obs.screen_size,
                                max(0, config.max_elements - len(fixed)), last_tap, tapped)
-    if config.money_rank:
+    if config.money_rank and not (config.money_rank_asked
+                                  and not _PRICE_ASK.search(obs.instruction)):
         _rank_money(taps, "tap")
         if ctx_on:  # an answer with a context is read without its own words: not without
             _rank_money(fixed, "answer")

@@ -28,15 +28,17 @@ def _ranks(cands: list[list]) -> dict[str, str]:  # type: ignore[type-arg]
             for t in str(c[9]).split() if t.startswith("mr:")}
 
 
+@pytest.mark.parametrize("asked", [False, True])
 @pytest.mark.parametrize("split", ["train", "test"])
 def test_the_cheapest_products_row_is_marked_on_the_real_shop_screen(
-        split: str, device: AdbDevice) -> None:
+        split: str, asked: bool, device: AdbDevice) -> None:
     spec = CHEAPEST.spec  # type: ignore[attr-defined]
     for params in spec.params["c"].split(split):
         task = CHEAPEST({"c": params})
         ep, unmatched = asyncio.run(record_episode(
             task, device, OraclePolicy(task.oracle(device)), split=split,
-            uitree=UITreeConfig(money_rank=True), drive=True, frames=False))
+            uitree=UITreeConfig(money_rank=True, money_rank_asked=asked), drive=True,
+            frames=False))
         assert not unmatched and ep.status == "success", (task.instruction, ep.error)
         # the step that taps the product: its candidate, and only it, is the cheapest
         pick = next(s.encodings["uitree"] for s in ep.steps
@@ -89,3 +91,35 @@ def test_answers_are_ranked_among_answers_after_their_context() -> None:
     enc = _enc(["High $30", "Low $10"], clickable=False,
                instruction="What is the lowest price?", candidate_context=False)
     assert [c[9] for c in enc["c"] if c[0] == "answer"] == ["", ""]
+
+
+@pytest.mark.parametrize(("instruction", "ranked"), [
+    ("Add the cheapest one", True), ("Which is the most expensive lamp?", True),
+    ("Find the lowest-priced mug", True), ("Add the Mug to the cart", False),
+    ("How much does the Mug cost?", False)])
+def test_asked_ranks_only_when_the_instruction_asks_about_price(
+        instruction: str, ranked: bool) -> None:
+    screen = ["Mug $12.50", "Lamp $99"]
+    assert bool(_ranks(_enc(screen, instruction=instruction, money_rank_asked=True)["c"])) \
+        is ranked
+    assert _ranks(_enc(screen, instruction=instruction)["c"])  # ungated: always
+
+
+def test_asked_leaves_the_results_of_a_named_product_unranked(device: AdbDevice) -> None:
+    task_type = TaskRegistry.discover(use_env=False).get("shop.add_to_cart")
+    ungated_ranks = 0
+    for split in ("train", "test"):
+        for params in task_type.spec.params["p"].split(split):  # type: ignore[attr-defined]
+            task = task_type({"p": params})
+            for asked in (True, False):
+                ep, _ = asyncio.run(record_episode(
+                    task, device, OraclePolicy(task.oracle(device)), split=split,
+                    uitree=UITreeConfig(money_rank=True, money_rank_asked=asked),
+                    drive=True, frames=False))
+                assert ep.status == "success", (task.instruction, ep.error)
+                found = sum(bool(_ranks(s.encodings["uitree"]["obs"]["c"])) for s in ep.steps)
+                if asked:
+                    assert found == 0, task.instruction
+                else:
+                    ungated_ranks += found
+    assert ungated_ranks > 0  # the results lists do show several prices
