@@ -58,7 +58,7 @@ from bench._common import ROOT, phones_in_child
 from distrl_sdk.learn.api import Trainer
 from distrl_sdk.learn.aride import ARIDEConfig
 from distrl_sdk.policies import load_policy, save_policy
-from distrl_sdk.policies.uitree import UITreePolicy
+from distrl_sdk.policies.uitree import UITreeConfig, UITreePolicy
 from distrl_sdk.registry import TaskRegistry
 from distrl_sdk.task import Task
 from farm.collect import Collector, CollectorConfig, Mode, TaskSampler
@@ -89,7 +89,7 @@ LABELS = {"sft": "SFT only", "aride": "SFT + A-RIDE async",
           "digirl-async": "SFT + DigiRL-style async", "digirl-sync": "SFT + DigiRL-style sync",
           "scratch": "A-RIDE from scratch", "aride-sync": "SFT + A-RIDE sync"}
 #: the scratch arm's policy: no hand-made reading help at all
-NO_PRIOR = {"overlap_prior": 0.0, "overlap_feature": False}
+NO_PRIOR = {"overlap_prior": 0.0, "overlap_feature": False, "money_rank": False}
 
 
 def sft_policy_config(opts: argparse.Namespace, seed: int) -> dict[str, Any]:
@@ -464,15 +464,16 @@ def main() -> None:
     ap.add_argument("--overlap-feature", action=argparse.BooleanOptionalAction, default=True,
                     help="the SFT arms' policy reads instruction/element word overlap as an "
                          "input (its weight learned; the logit prior stays off either way)")
-    ap.add_argument("--money-rank", action=argparse.BooleanOptionalAction, default=False,
+    ap.add_argument("--money-rank", action=argparse.BooleanOptionalAction,
+                    default=UITreeConfig.money_rank,
                     help="the SFT arms' policy marks the lowest / highest amount of money "
                          "among the candidates on screen (UITreeConfig.money_rank)")
     ap.add_argument("--money-rank-asked", action=argparse.BooleanOptionalAction,
-                    default=False,
+                    default=UITreeConfig.money_rank_asked,
                     help="with --money-rank: mark the amounts only when the instruction asks "
                          "about price (UITreeConfig.money_rank_asked)")
     ap.add_argument("--last-tap-same-element", action=argparse.BooleanOptionalAction,
-                    default=False,
+                    default=UITreeConfig.last_tap_same_element,
                     help="the SFT arms' policy flags a candidate as tapped by the previous "
                          "action only where the previous screen had that element under the "
                          "tap (UITreeConfig.last_tap_same_element)")

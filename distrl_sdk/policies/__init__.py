@@ -87,6 +87,13 @@ def load_policy(directory: str | Path) -> tuple[TrainablePolicy, int]:
         kind, config, version = meta["kind"], meta["config"], int(meta.get("version", 0))
     except (ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"{meta_path}: not a policy description ({exc})") from exc
+    if kind == "uitree" and isinstance(config, dict):
+        from distrl_sdk.policies.uitree import UITreeConfig
+
+        try:  # a switch the checkpoint predates stays off, as it was trained
+            config = UITreeConfig.from_saved(config).as_dict()
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{meta_path}: not a uitree config ({exc})") from None
     policy = build_policy(kind, config)
     try:
         policy.load_weights(load_file(str(weights_path)))

@@ -106,6 +106,12 @@ _CONFIG_MAX: dict[str, int] = {"buckets": 1 << 20, "embed_dim": 1024, "hidden": 
 _MAX_EMBEDDING_WEIGHTS = 1 << 24  # 64 MiB of float32; the default uses 1/32 of it
 
 
+#: encoding switches added after checkpoints were first written, and what a checkpoint
+#: without them was trained with
+_BEFORE_SWITCHES: dict[str, Any] = {"money_rank": False, "money_rank_asked": False,
+                                    "last_tap_same_element": False}
+
+
 @dataclass(frozen=True)
 class UITreeConfig:
     """The architecture and action space (JSON-able: it travels in checkpoints)."""
@@ -157,19 +163,25 @@ class UITreeConfig:
     # of money among those of their kind on screen (context tokens ``mr:lo``/``mr:hi``,
     # ``mr:mid`` between): "the cheapest" then has something to read that does not name
     # the products, which a held-out category replaces. Off: the encoding of v5 exactly
-    money_rank: bool = False
+    money_rank: bool = True
     # with ``money_rank``: mark the amounts only when the instruction asks about price
     # ("cheapest", "most expensive" …). Ungated, ``mr:lo`` sits on every result list and
     # the cheapest row out-pulled a held-out product the instruction names (Off: as the
     # v6 benchmark rows ran)
-    money_rank_asked: bool = False
+    money_rank_asked: bool = True
     # the "previous action tapped here" flag marks a candidate only where the previous
     # screen had the same element (text, id, class) under the tap: not a button the next
     # screen happens to draw at that point — a product row's tap falling on the product
     # page's "Add to cart" read as "already added". Needs ``Observation.previous_elements``
     # (without it the flag stays positional). Off: the encoding of v5 exactly
-    last_tap_same_element: bool = False
+    last_tap_same_element: bool = True
     seed: int = 0  # initial weights and the sampling RNG
+
+    @classmethod
+    def from_saved(cls, d: Mapping[str, Any]) -> UITreeConfig:
+        """The config of a saved checkpoint: a switch it predates is off, as the policy
+        was trained (a checkpoint always writes every field it knows)."""
+        return cls.from_dict({**_BEFORE_SWITCHES, **d})
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> UITreeConfig:

@@ -256,3 +256,25 @@ def test_instruction_features() -> None:
     f = policy.instruction_features(["Turn on Bluetooth", "Open the display settings"])
     assert f.shape == (2, policy.feature_dim)
     assert not torch.allclose(f[0], f[1])
+
+
+def test_a_checkpoint_keeps_the_encoding_switches_it_was_trained_with(tmp_path: Path) -> None:
+    import json
+
+    switches = ("money_rank", "money_rank_asked", "last_tap_same_element")
+    fresh = UITreePolicy.from_config({"buckets": 256, "embed_dim": 8, "hidden": 8})
+    assert all(getattr(fresh.config, k) for k in switches)  # new policies: on
+    save_policy(fresh, tmp_path / "new")
+    assert all(getattr(load_policy(tmp_path / "new")[0].config, k) for k in switches)
+    # a checkpoint written before the switches existed has no such keys: they stay off
+    meta_path = save_policy(fresh, tmp_path / "old") / "policy.json"
+    meta = json.loads(meta_path.read_text())
+    for k in switches:
+        del meta["config"][k]
+    meta_path.write_text(json.dumps(meta))
+    old, _ = load_policy(tmp_path / "old")
+    assert not any(getattr(old.config, k) for k in switches)
+    meta["config"]["nope"] = 1
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(ConfigError, match="unknown uitree config keys: nope"):
+        load_policy(tmp_path / "old")

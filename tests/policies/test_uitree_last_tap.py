@@ -59,7 +59,8 @@ def test_a_product_rows_tap_does_not_flag_add_to_cart_on_the_product_page(
             on = _record("shop.cheapest_in_category", params, split, device,
                          UITreeConfig(last_tap_same_element=True))
             assert not _flagged(_step_choosing(on, "Add to cart"), "Add to cart"), params
-            off = _record("shop.cheapest_in_category", params, split, device, UITreeConfig())
+            off = _record("shop.cheapest_in_category", params, split, device,
+                          UITreeConfig(last_tap_same_element=False))
             positional_flags += _flagged(_step_choosing(off, "Add to cart"), "Add to cart")
     # the held-out Audio category's cheapest product is its first row, whose tap point the
     # product page's "Add to cart" covers: the positional flag said "already added"

@@ -102,7 +102,8 @@ def test_asked_ranks_only_when_the_instruction_asks_about_price(
     screen = ["Mug $12.50", "Lamp $99"]
     assert bool(_ranks(_enc(screen, instruction=instruction, money_rank_asked=True)["c"])) \
         is ranked
-    assert _ranks(_enc(screen, instruction=instruction)["c"])  # ungated: always
+    assert _ranks(_enc(screen, instruction=instruction,  # ungated: always
+                       money_rank_asked=False)["c"])
 
 
 def test_asked_leaves_the_results_of_a_named_product_unranked(device: AdbDevice) -> None:
