@@ -96,7 +96,8 @@ def sft_policy_config(opts: argparse.Namespace, seed: int) -> dict[str, Any]:
     """The SFT arms' fresh policy: never the logit prior; the overlap input if asked."""
     return {"overlap_prior": 0.0, "overlap_feature": opts.overlap_feature,
             "money_rank": opts.money_rank, "money_rank_asked": opts.money_rank_asked,
-            "last_tap_same_element": opts.last_tap_same_element, "seed": seed}
+            "last_tap_same_element": opts.last_tap_same_element,
+            "named_words": opts.named_words, "seed": seed}
 
 
 @dataclass
@@ -477,6 +478,10 @@ def main() -> None:
                     help="the SFT arms' policy flags a candidate as tapped by the previous "
                          "action only where the previous screen had that element under the "
                          "tap (UITreeConfig.last_tap_same_element)")
+    ap.add_argument("--named-words", action=argparse.BooleanOptionalAction,
+                    default=UITreeConfig.named_words,
+                    help="the SFT arms' policy reads a candidate's words that the instruction "
+                         "names as one word (UITreeConfig.named_words)")
     ap.add_argument("--eval-every", type=float, default=180.0, help="seconds between rounds")
     ap.add_argument("--eval-episodes", type=int, default=1, help="per task and round")
     ap.add_argument("--final-episodes", type=int, default=5,

@@ -109,7 +109,7 @@ _MAX_EMBEDDING_WEIGHTS = 1 << 24  # 64 MiB of float32; the default uses 1/32 of 
 #: encoding switches added after checkpoints were first written, and what a checkpoint
 #: without them was trained with
 _BEFORE_SWITCHES: dict[str, Any] = {"money_rank": False, "money_rank_asked": False,
-                                    "last_tap_same_element": False}
+                                    "last_tap_same_element": False, "named_words": False}
 
 
 @dataclass(frozen=True)
@@ -175,6 +175,12 @@ class UITreeConfig:
     # page's "Add to cart" read as "already added". Needs ``Observation.previous_elements``
     # (without it the flag stays positional). Off: the encoding of v5 exactly
     last_tap_same_element: bool = True
+    # a candidate's own words that the instruction names are read as one word, "named",
+    # not as themselves: "Eiffel Tower - Wikipedia" tapped for "the article about the
+    # Eiffel Tower" teaches "tap what the instruction names", not "tap Eiffel Tower" —
+    # which a held-out "about Mars" then did. Part of the overlap input's help (off
+    # with it); typed spans and answers are read without their words anyway
+    named_words: bool = False
     seed: int = 0  # initial weights and the sampling RNG
 
     @classmethod
@@ -230,10 +236,11 @@ def _words(text: str) -> list[str]:
 
 
 @functools.lru_cache(maxsize=65536)
-def _hashed(text: str, prefix: str, buckets: int) -> tuple[int, ...]:
+def _hashed(text: str, prefix: str, buckets: int,
+            named: frozenset[str] = frozenset()) -> tuple[int, ...]:
     """Bucket ids of words, word bigrams and char trigrams (crc32: stable across runs,
-    unlike ``hash()``)."""
-    words = _words(text)
+    unlike ``hash()``); a word in ``named`` is read as the one word "@"."""
+    words = [w if w not in named else "@" for w in _words(text)]
     toks = [f"{prefix}w:{w}" for w in words]
     toks += [f"{prefix}b:{a}_{b}" for a, b in itertools.pairwise(words)]
     for w in words:
@@ -636,8 +643,10 @@ class StepArrays:
                                           self.ctx_len)))
 
 
-def step_arrays(enc: Mapping[str, Any], buckets: int, overlap: bool = True) -> StepArrays:
-    """Featurise one encoded observation (the JSON of :func:`encode_observation`)."""
+def step_arrays(enc: Mapping[str, Any], buckets: int, overlap: bool = True,
+                named_words: bool = False) -> StepArrays:
+    """Featurise one encoded observation (the JSON of :func:`encode_observation`);
+    ``named_words``: see ``UITreeConfig.named_words`` (needs ``overlap``)."""
     import numpy as np
 
     instr = str(enc["i"])
@@ -668,7 +677,7 @@ def step_arrays(enc: Mapping[str, Any], buckets: int, overlap: bool = True) -> S
             # a typed span or an answer is read by its context and shape only: its own
             # words are the task's parameters (held-out names, numbers), which no
             # training instance taught — their hashed vectors would be noise
-            ids.extend(_hashed(str(text), "", buckets))
+            ids.extend(_hashed(str(text), "", buckets, want if named_words else frozenset()))
         if rid:
             ids.extend(_hashed(_rid_text(str(rid)), "r", buckets))
         if cls:
@@ -760,8 +769,8 @@ def collate(rows: Sequence[StepArrays]) -> _Batch:
 
 
 def _featurize(encoded: Sequence[Mapping[str, Any]], buckets: int,
-                overlap: bool = True) -> _Batch:
-    return collate([step_arrays(e, buckets, overlap) for e in encoded])
+                overlap: bool = True, named_words: bool = False) -> _Batch:
+    return collate([step_arrays(e, buckets, overlap, named_words) for e in encoded])
 
 
 def _drop_tokens(ids: torch.Tensor, offsets: torch.Tensor, p: float,
@@ -873,7 +882,8 @@ class UITreePolicy:
         # Off in training, where info travels in every trajectory.
         self.alternatives = 0
         c = self.config
-        self._cache_key = f"uitree/v{_ENC_VERSION}/{c.buckets}/{int(c.overlap_feature)}"
+        self._cache_key = (f"uitree/v{_ENC_VERSION}/{c.buckets}/{int(c.overlap_feature)}"
+                           f"/{int(c.named_words)}")
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> UITreePolicy:
@@ -883,7 +893,8 @@ class UITreePolicy:
         return self.config.as_dict()
 
     def _batch(self, encoded: Sequence[Mapping[str, Any]]) -> _Batch:
-        return _featurize(encoded, self.config.buckets, self.config.overlap_feature)
+        c = self.config
+        return _featurize(encoded, c.buckets, c.overlap_feature, c.named_words)
 
     def reseed(self, seed: int) -> None:
         """Restart the sampling RNG (weights untouched)."""
@@ -925,12 +936,16 @@ class UITreePolicy:
         replay, off the update path); returns the bytes the arrays take."""
         return sum(self._arrays(s).nbytes for s in steps)
 
+    def _step_arrays(self, enc: Mapping[str, Any]) -> StepArrays:
+        c = self.config
+        return step_arrays(enc, c.buckets, c.overlap_feature, c.named_words)
+
     def _arrays(self, step: StepRecord) -> StepArrays:
         if not self.step_cache:
-            return step_arrays(step.obs, self.config.buckets, self.config.overlap_feature)
+            return self._step_arrays(step.obs)
         hit = step.cache.get(self._cache_key)
         if not isinstance(hit, StepArrays):
-            hit = step_arrays(step.obs, self.config.buckets, self.config.overlap_feature)
+            hit = self._step_arrays(step.obs)
             step.cache[self._cache_key] = hit
         return hit
 

@@ -168,3 +168,39 @@ def test_decide_and_evaluate_agree_with_context() -> None:
                         reward=0.0, policy_version=0) for d in ds]
     out = policy.evaluate(steps).log_prob.tolist()
     assert out == pytest.approx([d.log_prob for d in ds], abs=1e-5)
+
+
+def _article(topic: str, other: str, named_words: bool) -> tuple[UITreePolicy, dict]:  # type: ignore[type-arg]
+    policy = UITreePolicy.from_config({**SMALL, "named_words": named_words})
+    screen = [_el(0, "", (0, 0, 1000, 2000)),
+              _el(1, f"{other} - Wikipedia", (0, 100, 1000, 200), clickable=True),
+              _el(2, f"{topic} - Wikipedia", (0, 200, 1000, 300), clickable=True)]
+    obs = Observation(f"Open the Wikipedia article about {topic} in Chrome", screen,
+                      (1000, 2000), 4)
+    return policy, encode_observation(obs, policy.config)
+
+
+def test_named_words_read_what_the_instruction_names_as_one_word() -> None:
+    def cand_ids(topic: str, other: str, on: bool) -> list[list[int]]:
+        policy, enc = _article(topic, other, on)
+        arr = policy._step_arrays(enc)
+        ends = arr.cand_len.cumsum().tolist()
+        starts = [0, *ends[:-1]]
+        return [arr.cand_ids[a:b].tolist() for a, b in zip(starts[:2], ends[:2], strict=True)]
+
+    # "about Titanic" and "about Mars", the same distractor beside each: with the switch
+    # the named row reads the same for both topics, the distractor keeps its own words
+    a, b = cand_ids("Titanic", "Eiffel Tower", True), cand_ids("Mars", "Eiffel Tower", True)
+    assert a == b
+    assert not set(uitree._hashed("mars", "", SMALL["buckets"])) & set(b[1])
+    a, b = cand_ids("Titanic", "Eiffel Tower", False), cand_ids("Mars", "Eiffel Tower", False)
+    assert a[0] == b[0] and a[1] != b[1]  # without it: the topic's own words
+
+
+def test_named_words_are_part_of_the_overlap_help_and_of_the_cache_key() -> None:
+    policy, enc = _article("Mars", "Titanic", True)
+    plain = step_arrays(enc, policy.config.buckets, overlap=False, named_words=True)
+    assert plain.cand_ids.tolist() == step_arrays(enc, policy.config.buckets,
+                                                  overlap=False).cand_ids.tolist()
+    off = UITreePolicy.from_config({**SMALL, "named_words": False})
+    assert policy._cache_key != off._cache_key
