@@ -175,7 +175,7 @@ class UITreeConfig:
     # page's "Add to cart" read as "already added". Needs ``Observation.previous_elements``
     # (without it the flag stays positional). Off: the encoding of v5 exactly
     last_tap_same_element: bool = True
-    # a candidate's own words that the instruction names are read as one word, "named",
+    # a candidate's own words that the instruction names are read as one word ("@"),
     # not as themselves: "Eiffel Tower - Wikipedia" tapped for "the article about the
     # Eiffel Tower" teaches "tap what the instruction names", not "tap Eiffel Tower" —
     # which a held-out "about Mars" then did. Part of the overlap input's help (off
