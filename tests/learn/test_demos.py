@@ -76,7 +76,8 @@ def test_steps_carry_what_each_policy_needs(recorded: list[DemoEpisode]) -> None
             with Image.open(io.BytesIO(s.frame)) as im:
                 assert im.size == s.screen_size
             # the raw observation re-encodes to exactly the stored UI-tree encoding
-            obs = Observation(ep.instruction, s.elements, s.screen_size, i, ep.history(i))
+            obs = Observation(ep.instruction, s.elements, s.screen_size, i, ep.history(i),
+                              None, ep.steps[i - 1].elements if i else None)
             ui = s.encodings["uitree"]
             assert encode_observation(obs, UITreeConfig()) == ui["obs"]
             assert ui["choice"]["index"] < len(ui["obs"]["c"])
