@@ -184,7 +184,7 @@ def make_trainer(algo: str, policy: Any, opts: argparse.Namespace, seed: int) ->
             batch_episodes=opts.batch, min_episodes=opts.min_episodes,
             entropy_coef=opts.entropy, entropy_target=opts.entropy_target,
             demo_coef=opts.demo_coef, actor_dropout=opts.actor_dropout,
-            traj_filter_quantile=opts.aride_filter,
+            traj_filter_quantile=opts.aride_filter, traj_filter_mode=opts.aride_filter_mode,
             normalize_advantage=opts.normalize_advantage,
             advantage_floor=opts.advantage_floor, sil_coef=opts.sil_coef,
             alpha=opts.priority_alpha, seed=seed, **horizon))
@@ -504,6 +504,11 @@ def main() -> None:
     ap.add_argument("--aride-filter", type=float, default=ARIDEConfig.traj_filter_quantile,
                     help="A-RIDE's trajectory filter: the actor trains on episodes above "
                          "this quantile of r − V_traj (0 = off; the released code: 0.9)")
+    ap.add_argument("--aride-filter-mode", choices=("buffer", "batch"),
+                    default=ARIDEConfig.traj_filter_mode,
+                    help="with --aride-filter: the actor's batch drawn from the kept "
+                         "episodes of replay (buffer, the released code's actor buffer) "
+                         "or the critics' batch with the others masked out (batch)")
     ap.add_argument("--normalize-advantage", action=argparse.BooleanOptionalAction,
                     default=ARIDEConfig.normalize_advantage,
                     help="A-RIDE: advantages standardised over each batch's steps")

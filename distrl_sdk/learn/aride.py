@@ -39,10 +39,16 @@ Step rewards enter as r_t − ``step_cost`` (0 by default).
    The last term is the score-function gradient of κ·E_π[P_invalid]: it lowers the
    probability of actions that did not parse (P_invalid = 1) and is 0 otherwise. The
    paper writes its weight as λ (reusing the trace symbol); here it is κ.
-   Trajectory filter f_τ (``traj_filter_quantile`` q > 0, as DigiRL and the released
-   DistRL code filter with V_traj): f_τ = 1[r_τ − V_traj(g) ≥ the q-quantile of
-   r − V_traj over the replay] (estimated on ≤ ``traj_filter_sample`` stored episodes
-   plus the batch); q = 0: f = 1.
+   Trajectory filter (``traj_filter_quantile`` q > 0, as DigiRL and the released
+   DistRL code filter with V_traj): keep episodes with r_τ − V_traj(g) ≥ the q-quantile
+   of r − V_traj over the replay (estimated on ≤ ``traj_filter_sample`` stored
+   episodes). ``traj_filter_mode = "buffer"`` (the released code's actor buffer): the
+   actor's batch is drawn uniformly from the kept episodes and re-scored (its own
+   ratios, V-trace targets and advantages; IS weights 1), while the critics train on
+   the batch of step 1 — so the actor spends every update on the episodes that did
+   better than their instruction's expected success. ``"batch"``: f_τ = 1[kept] masks
+   the actor's gradient within the critics' batch (the estimate includes the batch);
+   q = 0: f = 1, one batch for all.
    Self-imitation (``sil_coef`` ν > 0; Oh et al. 2018, off by default) adds
        − ν E_ν[ w_τ (G_t − V(s_t))₊ log π(a_t|s_t) ],   G_t = Σ_{k≥t} γ^{k−t} r_k
    the episode's own discounted return: a replayed step whose episode did better than V
@@ -81,7 +87,13 @@ import numpy as np
 import torch
 
 from distrl_sdk.errors import ConfigError
-from distrl_sdk.learn.api import EpisodeRecord, StepRecord, TrainablePolicy, has_training_mode
+from distrl_sdk.learn.api import (
+    EpisodeRecord,
+    PolicyOutput,
+    StepRecord,
+    TrainablePolicy,
+    has_training_mode,
+)
 from distrl_sdk.learn.critics import StepCritic, TrajectoryCritic
 from distrl_sdk.learn.microbatch import accumulate_gradients, evaluate_detached
 from distrl_sdk.learn.parallel import DataParallel
@@ -93,6 +105,7 @@ __all__ = ["ARIDEConfig", "ARIDETrainer", "EpisodeBatch", "VTarget", "discounted
 
 
 VTarget = Literal["vtrace", "retrace_q"]
+TrajFilterMode = Literal["buffer", "batch"]
 
 
 @dataclass
@@ -107,11 +120,11 @@ class ARIDEConfig:
     episode measured with more than that share of steps at ρ < stale_rho leaves replay;
     None = off). IS β: annealed over ``horizon_updates`` or ``horizon_seconds`` (the
     planned run; :meth:`ARIDETrainer.set_horizon` sets them at run time), else over
-    ``is_beta_anneal_updates``. Trajectory filter: ``traj_filter_quantile`` q and
-    ``traj_filter_sample``. Self-imitation: ``sil_coef``. Stability: ``step_cost``
-    (subtracted from every step reward), ``entropy_target`` H* with ``entropy_coef_lr``
-    η and ``entropy_coef_max`` (adaptive β floor; None = fixed β),
-    ``normalize_advantage``, ``advantage_floor``."""
+    ``is_beta_anneal_updates``. Trajectory filter: ``traj_filter_quantile`` q,
+    ``traj_filter_mode`` and ``traj_filter_sample``. Self-imitation: ``sil_coef``.
+    Stability: ``step_cost`` (subtracted from every step reward), ``entropy_target`` H*
+    with ``entropy_coef_lr`` η and ``entropy_coef_max`` (adaptive β floor; None = fixed
+    β), ``normalize_advantage``, ``advantage_floor``."""
 
     gamma: float = 0.9  # γ discount (code: 0.5, tuned for 10-step AitW episodes)
     trace_lambda: float = 1.0  # λ in c = λ·min(c̄, ρ) (code: fixed 1; Munos et al. 2016: 1)
@@ -136,6 +149,10 @@ class ARIDEConfig:
     # ν: weight of the self-imitation term −(G_t − V(s_t))₊·log π (0 = off)
     sil_coef: float = 0.0
     traj_filter_quantile: float = 0.0  # q; 0 = no filter (code's actor buffer: 0.9)
+    # "buffer": the actor trains on its own batch drawn from the filtered episodes (the
+    # released code's actor buffer; critics keep the full batch); "batch": f_τ masks the
+    # actor's gradient within the critics' batch
+    traj_filter_mode: TrajFilterMode = "buffer"
     traj_filter_sample: int = 256  # stored episodes the filter's quantile is estimated on
     w1: float = 50.0  # DPER weight of mean |TD| (code: dper_w1 = 50)
     w2: float = 1.0  # DPER weight of mean ρ (code: 1.0)
@@ -188,6 +205,7 @@ class ARIDEConfig:
                   "demo_coef": self.demo_coef >= 0, "sil_coef": self.sil_coef >= 0,
                   "demo_batch_steps": self.demo_batch_steps >= 1,
                   "traj_filter_quantile": 0 <= self.traj_filter_quantile < 1,
+                  "traj_filter_mode": self.traj_filter_mode in ("buffer", "batch"),
                   "traj_filter_sample": self.traj_filter_sample >= 0,
                   "alpha": self.alpha >= 0, "is_beta_start": 0 <= self.is_beta_start <= 1,
                   "is_beta_end": 0 <= self.is_beta_end <= 1,
@@ -419,42 +437,21 @@ class ARIDETrainer(ActorCriticState):
         w = w_ep[:, None] * batch.mask  # [B, T] weight of each real step
         n_steps = batch.mask.sum()
 
-        # 2. re-evaluate the recorded steps under the current policy; critics read features
+        # 2. re-evaluate the recorded steps under the current policy; critics read features.
+        # With the filtered actor buffer the actor trains on another batch (step 6), so
+        # this one needs no gradient
+        own_actor = not self._actor_buffer()
         dropout = cfg.actor_dropout and has_training_mode(self.policy)
         sliced = cfg.micro_batch is not None or self.parallel is not None
-        if self.parallel is not None:
-            out = exact = self.parallel.evaluate_detached(self.policy, sample.episodes,
-                                                          cfg.micro_batch)
-        elif cfg.micro_batch is not None:
-            out = evaluate_detached(self.policy, batch.steps, cfg.micro_batch)
-            exact = out
-        elif dropout:
-            exact = evaluate_detached(self.policy, batch.steps)
-            with self._actor_training():
-                out = self.policy.evaluate(batch.steps)
-        else:
-            out = exact = self.policy.evaluate(batch.steps)
+        out, exact = self._evaluate(batch, sample.episodes, grad=own_actor)
         log_pi, entropy = batch.pad(out.log_prob), batch.pad(out.entropy)
         log_pi_exact = batch.pad(exact.log_prob).detach()
         features = exact.features.detach()
         values = batch.pad(self.critic(features))
 
         # 3. V-trace targets and the off-policy-corrected advantage (no gradients)
-        t0 = time.perf_counter()
-        with torch.no_grad():
-            targets, td, rho = retrace_targets(rewards, values.detach(), log_pi_exact,
-                                               batch.log_mu, batch.mask, gamma=cfg.gamma,
-                                               lam=cfg.trace_lambda, rho_max=cfg.vtrace_rho_max,
-                                               c_max=cfg.trace_c_max, form=cfg.v_target)
-            adv = (rewards + cfg.gamma * _shift(targets) - values.detach()) * batch.mask
-            if cfg.normalize_advantage:
-                adv = _normalise(adv, batch.mask)
-            if cfg.advantage_floor is not None:
-                adv = adv.clamp(min=cfg.advantage_floor) * batch.mask
-            rho_bar = rho.clamp(max=cfg.rho_max)
-            sil = ((discounted_returns(rewards, batch.mask, cfg.gamma) - values.detach())
-                   .clamp(min=0) * batch.mask) if cfg.sil_coef > 0 else None
-        self.timings["retrace"] += time.perf_counter() - t0
+        targets, td, rho, adv, sil = self._targets(batch, rewards, values.detach(),
+                                                   log_pi_exact)
 
         # 4. step critic: weighted regression onto the targets
         critic_loss = (w * (values - targets) ** 2).sum() / n_steps
@@ -473,7 +470,24 @@ class ARIDETrainer(ActorCriticState):
 
         # 6. actor: −f·ρ̄·A·log π − β_eff·H + κ·ρ̄·P_invalid·log π, IS-weighted
         # (+ demo_coef · −log π of demonstrated actions: the anchor, when demonstrations are kept)
-        keep, threshold = self._traj_filter(batch)
+        critic_batch, critic_rho = batch, rho
+        if own_actor:
+            keep, threshold = self._traj_filter(batch)
+            kept_share = float(keep.mean())
+        else:  # the actor buffer: its own batch, drawn uniformly (IS weights 1), re-scored
+            picked, threshold, kept_share = self._filtered_slots()
+            episodes = [self.replay.episode(int(i)) for i in picked]
+            batch = EpisodeBatch.build(episodes)
+            rewards = batch.rewards - cfg.step_cost * batch.mask
+            w, n_steps = batch.mask, batch.mask.sum()
+            out, exact = self._evaluate(batch, episodes, grad=True)
+            log_pi, entropy = batch.pad(out.log_prob), batch.pad(out.entropy)
+            with torch.no_grad():
+                a_values = batch.pad(self.critic(exact.features.detach()))
+            _, _, rho, adv, sil = self._targets(batch, rewards, a_values,
+                                                batch.pad(exact.log_prob).detach())
+            keep = torch.ones(len(episodes))
+        rho_bar = rho.clamp(max=cfg.rho_max)
         beta_h = self.entropy_coef()
         demo_nll = self._demo_nll()
         pull = keep[:, None] * rho_bar * adv  # the coefficient of log π in −L_π
@@ -521,9 +535,9 @@ class ARIDETrainer(ActorCriticState):
         # episodes π has moved away from leave
         t0 = time.perf_counter()
         with torch.no_grad():
-            prio = self._priorities(batch, td, rho, log_pi_exact)
+            prio = self._priorities(critic_batch, td, critic_rho, log_pi_exact)
         self.replay.update_priorities(sample.indices, prio)
-        stale = self._evict_stale(sample.indices, batch, rho)
+        stale = self._evict_stale(sample.indices, critic_batch, critic_rho)
         self.timings["priority"] += time.perf_counter() - t0
 
         # 8. a new version; old data leaves; every refresh_every, re-score the stalest
@@ -542,14 +556,15 @@ class ARIDETrainer(ActorCriticState):
                 "critic_loss": float(critic_loss.detach()),
                 "traj_critic_loss": float(traj_loss.detach()),
                 "entropy": mean_entropy, "entropy_coef": beta_h,
-                **ratio_stats(rho, batch.mask, rho_max=cfg.rho_max, stale_rho=cfg.stale_rho),
+                **ratio_stats(critic_rho, critic_batch.mask, rho_max=cfg.rho_max,
+                              stale_rho=cfg.stale_rho),
                 "mean_advantage": float((adv * batch.mask).sum() / n_steps),
                 "mean_priority": self.replay.mean_priority(),
                 "batch_priority": float(prio.mean()),
                 "new_episode_priority": self.replay.max_priority, "is_beta": beta,
                 "is_weight_min": float(sample.weights.min()),
                 "is_weight_mean": float(sample.weights.mean()),
-                "traj_filter_kept": float(keep.mean()), "traj_filter_threshold": threshold,
+                "traj_filter_kept": kept_share, "traj_filter_threshold": threshold,
                 "stale_evicted": float(stale), "lag_pruned": float(pruned),
                 **({} if demo_nll is None else {"demo_nll": float(demo_nll.detach())}),
                 **({} if sil is None else {
@@ -559,6 +574,70 @@ class ARIDETrainer(ActorCriticState):
                 "policy_lag_max": float(lags.max()), "replay_size": float(len(self.replay)),
                 "steps": float(n_steps), "version": float(self.version),
                 "skipped_steps": float(self.skipped_steps)}
+
+    def _evaluate(self, batch: EpisodeBatch, episodes: Sequence[EpisodeRecord], *,
+                  grad: bool) -> tuple[PolicyOutput, PolicyOutput]:
+        """(out, exact): the batch's steps under π. ``out`` carries the actor's gradient
+        when ``grad`` (in training mode with ``actor_dropout``); ``exact`` reads every
+        token, without gradient, for ratios, targets and the critics' features. Sliced
+        (micro-batched or data-parallel) updates take the actor's gradient later, slice
+        by slice, so both are the no-grad pass there."""
+        cfg = self.config
+        if self.parallel is not None:
+            out = self.parallel.evaluate_detached(self.policy, episodes, cfg.micro_batch)
+            return out, out
+        if cfg.micro_batch is not None or not grad:
+            out = evaluate_detached(self.policy, batch.steps, cfg.micro_batch)
+            return out, out
+        if cfg.actor_dropout and has_training_mode(self.policy):
+            exact = evaluate_detached(self.policy, batch.steps)
+            with self._actor_training():
+                return self.policy.evaluate(batch.steps), exact
+        out = self.policy.evaluate(batch.steps)
+        return out, out
+
+    @torch.no_grad()
+    def _targets(self, batch: EpisodeBatch, rewards: torch.Tensor, values: torch.Tensor,
+                 log_pi: torch.Tensor
+                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                            torch.Tensor | None]:
+        """(V-trace targets, one-step TD, ρ, the actor's advantage, the self-imitation
+        pull or None) for a batch whose values and log π are given ([B, T])."""
+        cfg = self.config
+        t0 = time.perf_counter()
+        targets, td, rho = retrace_targets(rewards, values, log_pi, batch.log_mu, batch.mask,
+                                           gamma=cfg.gamma, lam=cfg.trace_lambda,
+                                           rho_max=cfg.vtrace_rho_max,
+                                           c_max=cfg.trace_c_max, form=cfg.v_target)
+        adv = (rewards + cfg.gamma * _shift(targets) - values.detach()) * batch.mask
+        if cfg.normalize_advantage:
+            adv = _normalise(adv, batch.mask)
+        if cfg.advantage_floor is not None:
+            adv = adv.clamp(min=cfg.advantage_floor) * batch.mask
+        sil = ((discounted_returns(rewards, batch.mask, cfg.gamma) - values)
+               .clamp(min=0) * batch.mask) if cfg.sil_coef > 0 else None
+        self.timings["retrace"] += time.perf_counter() - t0
+        return targets, td, rho, adv, sil
+
+    def _actor_buffer(self) -> bool:
+        """Whether the actor trains on its own batch from the filtered actor buffer."""
+        cfg = self.config
+        return cfg.traj_filter_quantile > 0 and cfg.traj_filter_mode == "buffer"
+
+    def _filtered_slots(self) -> tuple[np.ndarray, float, float]:
+        """The actor buffer's batch: ``batch_episodes`` slots drawn uniformly from the
+        stored episodes whose r − V_traj(g) reaches the q-quantile (estimated on ≤
+        ``traj_filter_sample`` of them, as ``_traj_filter``). Returns the slots, the
+        threshold and the share of the estimate's episodes kept."""
+        cfg = self.config
+        ref = self.replay.random_slots(cfg.traj_filter_sample)
+        episodes = [self.replay.episode(int(i)) for i in ref]
+        traj_adv = (np.array([e.reward for e in episodes], dtype=np.float64)
+                    - np.array(self.instruction_values([e.instruction for e in episodes])))
+        threshold = float(np.quantile(traj_adv, cfg.traj_filter_quantile))
+        kept = ref[traj_adv >= threshold]
+        picked = self.replay.rng.choice(kept, size=cfg.batch_episodes)
+        return picked, threshold, kept.size / max(ref.size, 1)
 
     def _traj_filter(self, batch: EpisodeBatch) -> tuple[torch.Tensor, float]:
         """f_τ per batch episode and the threshold on r − V_traj (−1 when off: r − V_traj

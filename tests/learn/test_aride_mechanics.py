@@ -164,7 +164,7 @@ def test_the_issues_example_through_the_trainer(form: str, expect: float) -> Non
             tr.add_episode(ep)
         tr.update()
     with torch.no_grad():
-        v = float(tr.critic(policy._features(torch.arange(1)))[0])
+        v = float(tr.critic(policy._features(torch.arange(1))).detach()[0])
     assert v == pytest.approx(expect, abs=0.1)
 
 
@@ -226,12 +226,13 @@ def test_the_stalest_episodes_are_rescored_every_refresh() -> None:
 
 
 # -- trajectory critic and filter ----------------------------------------------------
-def _filter_replay(q: float) -> tuple[ARIDETrainer, TablePolicy]:
+def _filter_replay(q: float, mode: str = "batch", critic_lr: float = 0.0
+                   ) -> tuple[ARIDETrainer, TablePolicy]:
     """Instruction "easy" succeeds 4 of 5 times, "hard" 1 of 5 (one-step episodes)."""
     policy = TablePolicy(1, p_good=[0.5], probe=True)
-    tr = trainer_for(policy, traj_filter_quantile=q, alpha=0.0, is_beta_start=0.0,
-                     is_beta_end=0.0, batch_episodes=10, actor_lr=0.0, traj_critic_lr=0.05,
-                     critic_lr=0.0, max_stale_share=None)
+    tr = trainer_for(policy, traj_filter_quantile=q, traj_filter_mode=mode, alpha=0.0,
+                     is_beta_start=0.0, is_beta_end=0.0, batch_episodes=10, actor_lr=0.0,
+                     traj_critic_lr=0.05, critic_lr=critic_lr, max_stale_share=None)
     lm = math.log(0.5)
     spec = [("easy", 1.0)] * 4 + [("easy", 0.0)] + [("hard", 0.0)] * 4 + [("hard", 1.0)]
     for i, (instr, r) in enumerate(spec):
@@ -266,6 +267,39 @@ def test_trajectory_filter_drops_the_failure_the_critic_expected_to_succeed() ->
     assert len(g) == 10
     dropped = {k for k, v in g.items() if v == 0.0}
     assert dropped == {"easy-fail-4"}
+
+
+def test_the_actor_buffer_trains_the_actor_on_the_filtered_episodes_only() -> None:
+    """The released code's actor buffer (mode "buffer", q = 0.9): once V_traj has learned
+    easy ≈ 0.8, hard ≈ 0.2, the top 10 % of r − V_traj is the one success of the hard
+    instruction (+0.8; the easy successes are +0.2). Every step of the actor's batch is
+    that episode, pulled up, while the step critic still fits the whole replay (the
+    critic batch of 10 covers all of it: V moves toward the mean reward 0.5)."""
+    tr, policy = _filter_replay(0.9, mode="buffer", critic_lr=0.05)
+    v0 = float(tr.critic(policy._features(torch.arange(1))).detach()[0])
+    for _ in range(150):
+        m = tr.update()
+    assert m["traj_filter_kept"] == pytest.approx(0.1)
+    assert 0.2 < m["traj_filter_threshold"] < 0.8
+    g = grads_by_tag(policy)
+    assert set(g) == {"hard-win-9"} and len(g["hard-win-9"]) == 10
+    assert all(x < 0 for x in g["hard-win-9"])  # −(pull)/N: log π of the win goes up
+    v = float(tr.critic(policy._features(torch.arange(1))).detach()[0])
+    assert abs(v - 0.5) < 0.1 and abs(v0 - 0.5) > abs(v - 0.5)
+
+
+def test_the_filter_modes_differ_only_where_the_actor_trains() -> None:
+    """Same replay and q: mode "batch" leaves every kept episode of the critics' batch in
+    the actor's gradient; mode "buffer" gives the actor its own batch of kept ones."""
+    batch_tr, batch_policy = _filter_replay(0.9, mode="batch")
+    buffer_tr, buffer_policy = _filter_replay(0.9, mode="buffer")
+    for _ in range(150):
+        batch_tr.update()
+        buffer_tr.update()
+    in_batch = {k for k, v in grads_by_tag(batch_policy).items() if any(x != 0 for x in v)}
+    assert in_batch == {"hard-win-9"}  # nine of the ten steps carry no gradient
+    assert len(batch_policy.last_grads()) == 10 and len(buffer_policy.last_grads()) == 10
+    assert {k for k, _ in grads_by_tag(buffer_policy).items()} == {"hard-win-9"}
 
 
 # -- IS β over the run's real length -------------------------------------------------

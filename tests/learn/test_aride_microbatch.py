@@ -6,15 +6,18 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import pytest
 import torch
 
 from distrl_sdk.learn import ARIDEConfig, ARIDETrainer
 from tests.learn.test_aride_toy import BanditPolicy, collect
 
 
-def test_micro_batched_update_equals_the_one_pass_update() -> None:
+# the actor buffer's batch (its own draw from the filtered replay) goes the same way
+@pytest.mark.parametrize("actor", [{}, {"traj_filter_quantile": 0.5}], ids=["batch", "buffer"])
+def test_micro_batched_update_equals_the_one_pass_update(actor: dict[str, float]) -> None:
     base = dict(actor_lr=1e-2, critic_lr=3e-3, min_episodes=8, batch_episodes=8,
-                refresh_every=0, seed=3)
+                refresh_every=0, seed=3, **actor)
     policy_a, policy_b = BanditPolicy(seed=5), BanditPolicy(seed=5)
     one = ARIDETrainer(policy_a, ARIDEConfig(**base))
     micro = ARIDETrainer(policy_b, ARIDEConfig(**base, micro_batch=3))
