@@ -206,7 +206,10 @@ class ARIDEConfig:
                   "demo_batch_steps": self.demo_batch_steps >= 1,
                   "traj_filter_quantile": 0 <= self.traj_filter_quantile < 1,
                   "traj_filter_mode": self.traj_filter_mode in ("buffer", "batch"),
-                  "traj_filter_sample": self.traj_filter_sample >= 0,
+                  # the actor buffer draws its batch from this sample: it cannot be empty
+                  "traj_filter_sample": self.traj_filter_sample
+                  >= (1 if self.traj_filter_mode == "buffer" and self.traj_filter_quantile > 0
+                      else 0),
                   "alpha": self.alpha >= 0, "is_beta_start": 0 <= self.is_beta_start <= 1,
                   "is_beta_end": 0 <= self.is_beta_end <= 1,
                   "horizon_updates": self.horizon_updates is None or self.horizon_updates >= 1,

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+from distrl_sdk.errors import ConfigError
 from distrl_sdk.learn import ARIDEConfig, ARIDETrainer
 from tests.learn.toys import BAD, GOOD, Chain, TablePolicy, episode, rollout, step
 
@@ -286,6 +287,14 @@ def test_the_actor_buffer_trains_the_actor_on_the_filtered_episodes_only() -> No
     assert all(x < 0 for x in g["hard-win-9"])  # −(pull)/N: log π of the win goes up
     v = float(tr.critic(policy._features(torch.arange(1))).detach()[0])
     assert abs(v - 0.5) < 0.1 and abs(v0 - 0.5) > abs(v - 0.5)
+
+
+def test_the_actor_buffer_needs_episodes_to_draw_from() -> None:
+    with pytest.raises(ConfigError, match="traj_filter_sample"):
+        ARIDEConfig(traj_filter_quantile=0.9, traj_filter_sample=0)
+    with pytest.raises(ConfigError, match="traj_filter_mode"):
+        ARIDEConfig(traj_filter_mode="sometimes")  # type: ignore[arg-type]
+    ARIDEConfig(traj_filter_quantile=0.9, traj_filter_mode="batch", traj_filter_sample=0)
 
 
 def test_the_filter_modes_differ_only_where_the_actor_trains() -> None:
