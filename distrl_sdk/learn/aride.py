@@ -475,7 +475,7 @@ class ARIDETrainer(ActorCriticState):
         # (+ demo_coef · −log π of demonstrated actions: the anchor, when demonstrations are kept)
         critic_batch, critic_rho = batch, rho
         if own_actor:
-            keep, threshold = self._traj_filter(batch)
+            keep, threshold = self._traj_filter(sample.episodes)
             kept_share = float(keep.mean())
         else:  # the actor buffer: its own batch, drawn uniformly (IS weights 1), re-scored
             picked, threshold, kept_share = self._filtered_slots()
@@ -634,30 +634,31 @@ class ARIDETrainer(ActorCriticState):
         threshold and the share of the estimate's episodes kept."""
         cfg = self.config
         ref = self.replay.random_slots(cfg.traj_filter_sample)
-        episodes = [self.replay.episode(int(i)) for i in ref]
-        traj_adv = (np.array([e.reward for e in episodes], dtype=np.float64)
-                    - np.array(self.instruction_values([e.instruction for e in episodes])))
+        traj_adv = self._traj_advantages([self.replay.episode(int(i)) for i in ref])
         threshold = float(np.quantile(traj_adv, cfg.traj_filter_quantile))
         kept = ref[traj_adv >= threshold]
         picked = self.replay.rng.choice(kept, size=cfg.batch_episodes)
         return picked, threshold, kept.size / max(ref.size, 1)
 
-    def _traj_filter(self, batch: EpisodeBatch) -> tuple[torch.Tensor, float]:
+    def _traj_advantages(self, episodes: Sequence[EpisodeRecord]) -> np.ndarray:
+        """r_τ − V_traj(g) per episode: how much better it did than its instruction's
+        expected success (what the trajectory filter ranks)."""
+        rewards = np.array([e.reward for e in episodes], dtype=np.float64)
+        values = np.array(self.instruction_values([e.instruction for e in episodes]))
+        out: np.ndarray = rewards - values
+        return out
+
+    def _traj_filter(self, episodes: Sequence[EpisodeRecord]) -> tuple[torch.Tensor, float]:
         """f_τ per batch episode and the threshold on r − V_traj (−1 when off: r − V_traj
         ≥ −1 always, so every episode passes)."""
         q = self.config.traj_filter_quantile
         if q <= 0:
-            return torch.ones(len(batch.instructions)), -1.0
+            return torch.ones(len(episodes)), -1.0
         ref = self.replay.random_slots(self.config.traj_filter_sample)
-        episodes = [self.replay.episode(int(i)) for i in ref]
-        instructions = batch.instructions + [e.instruction for e in episodes]
-        values = torch.tensor(self.instruction_values(instructions))
-        rewards = torch.cat([batch.final_reward,
-                             torch.tensor([e.reward for e in episodes], dtype=torch.float32)])
-        traj_adv = rewards - values
-        threshold = float(torch.quantile(traj_adv, q))
-        n = len(batch.instructions)
-        return (traj_adv[:n] >= threshold).float(), threshold
+        traj_adv = self._traj_advantages([*episodes,
+                                          *(self.replay.episode(int(i)) for i in ref)])
+        threshold = float(np.quantile(traj_adv, q))
+        return torch.from_numpy(traj_adv[:len(episodes)] >= threshold).float(), threshold
 
     def _stale_share(self, batch: EpisodeBatch, rho: torch.Tensor) -> torch.Tensor:
         return batch.episode_mean((rho < self.config.stale_rho).float())
