@@ -705,18 +705,6 @@ class ARIDETrainer(ActorCriticState):
             evicted += self._evict_stale(chunk, batch, rho)
         return evicted
 
-    @torch.no_grad()
-    def instruction_values(self, instructions: Sequence[str]) -> list[float]:
-        """V_traj per instruction: estimated success probability (the trajectory filter's
-        baseline; also usable for a task curriculum). Unique instructions are scored
-        once."""
-        if not instructions:
-            return []
-        unique = sorted(set(instructions))
-        vals = self.traj_critic(self.policy.instruction_features(unique)).tolist()
-        lookup = dict(zip(unique, vals, strict=True))
-        return [float(lookup[i]) for i in instructions]
-
     # -- Trainer protocol: state -------------------------------------------------
     def _extra_meta(self) -> dict[str, Any]:
         return {"timings": dict(self.timings), "entropy_boost": self.entropy_boost,

@@ -118,7 +118,7 @@ class DigiRLTrainer(ActorCriticState):
         # 2. trajectory filter over the whole replay: top (1 − q) of r − V_traj(g)
         slots = self.replay.filled()
         episodes = [self.replay.episode(int(i)) for i in slots]
-        v_traj = self._instruction_values([e.instruction for e in episodes])
+        v_traj = np.array(self.instruction_values([e.instruction for e in episodes]))
         traj_adv = np.array([e.reward for e in episodes]) - v_traj
         kept = slots[traj_adv >= np.quantile(traj_adv, cfg.filter_quantile)]
         pick = self.replay.rng.choice(kept, size=cfg.actor_batch_episodes)
@@ -168,13 +168,6 @@ class DigiRLTrainer(ActorCriticState):
                 "policy_lag_max": float(lags.max()), "replay_size": float(len(self.replay)),
                 "steps": float(n), "version": float(self.version),
                 "skipped_steps": float(self.skipped_steps)}
-
-    @torch.no_grad()
-    def _instruction_values(self, instructions: list[str]) -> np.ndarray:
-        unique = sorted(set(instructions))
-        vals = self.traj_critic(self.policy.instruction_features(unique)).numpy()
-        lookup = dict(zip(unique, vals.tolist(), strict=True))
-        return np.array([lookup[i] for i in instructions], dtype=np.float64)
 
     def _optimizers(self) -> dict[str, torch.optim.Optimizer]:
         return {"actor": self.actor_opt, "critic": self.critic_opt, "traj": self.traj_opt}

@@ -119,6 +119,18 @@ class ActorCriticState:
     def _optimizers(self) -> dict[str, torch.optim.Optimizer]:
         raise NotImplementedError
 
+    @torch.no_grad()
+    def instruction_values(self, instructions: Sequence[str]) -> list[float]:
+        """V_traj per instruction: estimated success probability (the trajectory filter's
+        baseline; also usable for a task curriculum). Unique instructions are scored
+        once."""
+        if not instructions:
+            return []
+        unique = sorted(set(instructions))
+        vals = self.traj_critic(self.policy.instruction_features(unique)).tolist()
+        lookup = dict(zip(unique, vals, strict=True))
+        return [float(lookup[i]) for i in instructions]
+
     # -- the demonstration anchor ------------------------------------------------
     def _init_demos(self, seed: int) -> None:
         self.demos: list[StepRecord] = []
