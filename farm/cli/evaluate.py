@@ -8,7 +8,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -17,6 +17,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from farm.cli.common import CONTEXT, fail
+
+if TYPE_CHECKING:
+    from farm.collect.reset import EpisodeReset
 
 console = Console(highlight=False, soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True, highlight=False)
@@ -134,6 +137,15 @@ def _policy(spec: str, seed: int, greedy: bool, alternatives: int = 0) -> Any:
               show_default=True, help="Abort an episode running longer (seconds).")
 @click.option("--ready-timeout", type=click.FloatRange(0, min_open=True), default=30.0,
               show_default=True, help="How long --device devices may take to become ready.")
+@click.option("--reset/--no-reset", default=True, show_default=True,
+              help="--sim: put every phone back as it was before its first episode, "
+                   "before each episode (the same instance plays the same way whatever "
+                   "its phone played before). --no-reset: phones keep what earlier "
+                   "episodes did to them.")
+@click.option("--reset-snapshot", default=None, metavar="NAME",
+              help="--device: load this emulator snapshot before every episode, through "
+                   "the emulator console (`avd snapshot load NAME`; emulator-N serials "
+                   "only). Without it real devices are not reset.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON only.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the JSON report to this file.")
@@ -150,8 +162,8 @@ def eval_cmd(policy_spec: str, sim: int | None, sim_profile: str, devices: tuple
              adb_host: str, adb_port: int | None, split: str, task_names: tuple[str, ...],
              task_tags: tuple[str, ...], paths: tuple[Path, ...], greedy: bool,
              episodes_per_task: int, seed: int, episode_timeout: float, ready_timeout: float,
-             as_json: bool, out: Path | None, episodes_out: Path | None,
-             alternatives: int | None) -> None:
+             reset: bool, reset_snapshot: str | None, as_json: bool, out: Path | None,
+             episodes_out: Path | None, alternatives: int | None) -> None:
     """Evaluate a policy on held-out instances of the sample tasks: success per task with
     95 % intervals, the suite mean with its interval, episodes and mean steps.
 
@@ -164,6 +176,19 @@ def eval_cmd(policy_spec: str, sim: int | None, sim_profile: str, devices: tuple
         raise click.UsageError("give either --sim N or --device SERIAL (one or more)")
     if sim is not None and sim_profile not in PROFILES:
         raise click.UsageError(f"--sim-profile {sim_profile!r}: one of {', '.join(PROFILES)}")
+    if reset_snapshot is not None:
+        from farm.collect.reset import console_port
+
+        if sim is not None:
+            raise click.UsageError("--reset-snapshot loads an emulator snapshot on --device "
+                                   "emulators; --sim phones are reset by default (--reset)")
+        if not reset:
+            raise click.UsageError("--reset-snapshot and --no-reset contradict each other")
+        if not reset_snapshot.strip() or any(c.isspace() for c in reset_snapshot):
+            raise click.UsageError(f"--reset-snapshot {reset_snapshot!r}: not a snapshot name")
+        if bad := [d for d in devices if console_port(d) is None]:
+            raise click.UsageError(f"--reset-snapshot needs emulators (emulator-N serials); "
+                                   f"not one: {', '.join(bad)}")
     if alternatives is not None and episodes_out is None:
         raise click.UsageError("--alternatives is written into --episodes-out: give both")
     if alternatives is not None and policy_spec in ("oracle", "random"):
@@ -174,8 +199,10 @@ def eval_cmd(policy_spec: str, sim: int | None, sim_profile: str, devices: tuple
     instances = plan_instances(tasks, episodes_per_task, seed=seed,
                                split="test" if split == "test" else "train")
     learned = policy_spec not in ("oracle", "random")
+    reset_label = (f"snapshot:{reset_snapshot}" if reset_snapshot
+                   else "sim-state" if sim is not None and reset else None)
     meta = {"seed": seed, "episodes_per_task": episodes_per_task,
-            "tasks_evaluated": len(tasks)}
+            "tasks_evaluated": len(tasks), "reset": reset_label}
     port = adb_port or int(os.environ.get("ANDROID_ADB_SERVER_PORT", "5037"))
     for flag, path in (("--out", out), ("--episodes-out", episodes_out)):
         if path is not None and path.parent and not path.parent.exists():
@@ -191,7 +218,7 @@ def eval_cmd(policy_spec: str, sim: int | None, sim_profile: str, devices: tuple
             instances, policy, sim=sim, sim_profile=sim_profile, devices=list(devices),
             adb_host=adb_host, adb_port=port, split=split, greedy=greedy if learned else None,
             episode_timeout=episode_timeout, ready_timeout=ready_timeout, meta=meta,
-            progress=not as_json, trace=trace))
+            progress=not as_json, trace=trace, reset=reset, reset_snapshot=reset_snapshot))
     except KeyboardInterrupt:
         fail("interrupted", 130)
     except _UserError as exc:
@@ -262,13 +289,15 @@ async def _run(instances: list[Any], policy: Any, *, sim: int | None, sim_profil
                devices: list[str], adb_host: str, adb_port: int, split: str,
                greedy: bool | None, episode_timeout: float, ready_timeout: float,
                meta: dict[str, Any], progress: bool,
-               trace: _EpisodeWriter | None = None) -> Any:
+               trace: _EpisodeWriter | None = None, reset: bool = True,
+               reset_snapshot: str | None = None) -> Any:
     from farm.device.lifecycle import DeviceState, LifecycleConfig, StateChanged
     from farm.device.registry import DeviceRegistry
     from farm.evaluate import EvalRound
 
     async with contextlib.AsyncExitStack() as stack:
         host, port, serials = adb_host, adb_port, devices
+        episode_reset: EpisodeReset | None = None
         if sim is not None:
             from farm.sim.adbhost import PrivateAdbServer
             from farm.sim.background import BackgroundFarm
@@ -282,6 +311,10 @@ async def _run(instances: list[Any], policy: Any, *, sim: int | None, sim_profil
             await asyncio.to_thread(adb.start)
             stack.callback(adb.stop)
             host, port = "127.0.0.1", adb.port
+            if reset:
+                from farm.sim.reset import SimStateReset
+
+                episode_reset = SimStateReset(bg)
         tcp = [s for s in serials if ":" in s]
         usb = [s for s in serials if ":" not in s]
         reg = DeviceRegistry(host=host, port=port, targets=tcp, discover=bool(usb),
@@ -296,6 +329,8 @@ async def _run(instances: list[Any], policy: Any, *, sim: int | None, sim_profil
         reg.on_change(only_wanted)
         await stack.enter_async_context(reg)
         await _wait_ready(reg, serials, ready_timeout if sim is None else 120.0, port)
+        if reset_snapshot is not None:
+            episode_reset = await _snapshot_reset(reset_snapshot, serials, adb_host)
         bar = Progress(TextColumn("eval {task.description}"), BarColumn(),
                        MofNCompleteColumn(), TextColumn("{task.fields[score]}"),
                        TimeElapsedColumn(), console=err_console, transient=True,
@@ -315,11 +350,27 @@ async def _run(instances: list[Any], policy: Any, *, sim: int | None, sim_profil
         round_ = EvalRound(reg, instances, policy, episode_timeout_s=episode_timeout,
                            split="test" if split == "test" else "train", greedy=greedy,
                            on_episode=on_episode, meta=meta,
-                           workers=len(serials))
+                           workers=len(serials), reset=episode_reset)
         with bar:
             report = await round_.run()
         return report
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def _snapshot_reset(name: str, serials: list[str], host: str) -> EpisodeReset:
+    """The console reset, once every device's console has answered and lists ``name``."""
+    from distrl_sdk.errors import DeviceError
+    from farm.collect.reset import ConsoleSnapshotReset
+
+    snap = ConsoleSnapshotReset(name, host=host)
+    results = await asyncio.gather(*(snap.check(s) for s in serials), return_exceptions=True)
+    bad = [str(r) for r in results if isinstance(r, DeviceError)]
+    if bad:
+        raise _UserError("--reset-snapshot: " + "; ".join(bad))
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return snap
 
 
 def _pct(x: float) -> str:
@@ -345,5 +396,8 @@ def _print(d: dict[str, Any]) -> None:
                   f"{_pct(d['ci_low'])}–{_pct(d['ci_high'])}", f"{d['mean_steps']:.1f}",
                   str(d["aborted"] + d["errored"]) if d["aborted"] + d["errored"] else "")
     console.print(table)
+    reset = d.get("reset")
     console.print(f"{d['episodes']} episodes on {d['devices']} device(s) in {d['wall_s']:.1f} s "
-                  f"({d['episodes_per_min']:.0f}/min)")
+                  f"({d['episodes_per_min']:.0f}/min); "
+                  + (f"each phone reset before every episode ({escape(reset)})" if reset
+                     else "phones not reset between episodes"))

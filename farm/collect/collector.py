@@ -40,6 +40,7 @@ from distrl_sdk.runner import run_episode
 from distrl_sdk.task import Task
 from distrl_sdk.trajectory import EpisodeStatus, Trajectory
 from farm.collect.policy import PolicyChoice, PolicyProvider
+from farm.collect.reset import EpisodeReset
 from farm.collect.sampler import EpisodeSampler
 from farm.collect.sink import EpisodeMeta, TrajectorySink
 from farm.device.lifecycle import DeviceState, Lease
@@ -161,8 +162,10 @@ def _instrument(task: Task, timings: dict[str, float]) -> None:
 class Collector:
     def __init__(self, registry: DeviceRegistry, sampler: EpisodeSampler,
                  policies: PolicyProvider, sink: TrajectorySink,
-                 config: CollectorConfig | None = None, *, name: str = "farm") -> None:
+                 config: CollectorConfig | None = None, *, name: str = "farm",
+                 reset: EpisodeReset | None = None) -> None:
         self.registry, self.sampler, self.policies, self.sink = registry, sampler, policies, sink
+        self.reset = reset  # before every episode, on the leased device (farm.collect.reset)
         self.config = config or CollectorConfig()
         self.name = name
         self.stats = CollectorStats()
@@ -305,10 +308,7 @@ class Collector:
                 log.exception("policy provider failed")
                 choice = PolicyChoice(_NoPolicy(f"{type(exc).__name__}: {exc}"), None)
             policy = _CountingPolicy(choice.policy)
-            run = asyncio.create_task(run_episode(
-                task, lease.device, policy, max_steps=cfg.max_steps, settle_s=cfg.settle_s,
-                with_screenshots=cfg.with_screenshots, stop_on_success=cfg.stop_on_success),
-                name=f"episode:{serial}")
+            run = asyncio.create_task(self._play(task, lease, policy), name=f"episode:{serial}")
             self._inflight.add(run)
             lost = asyncio.create_task(lease.lost.wait())
             stop = asyncio.create_task(self._stop.wait())
@@ -363,6 +363,21 @@ class Collector:
             lease.release(release_exc)
         await self._sink(traj, meta)
         return True
+
+    async def _play(self, task: Task, lease: Lease, policy: Policy) -> Trajectory:
+        """Reset the device (if a reset is set), then run the episode. A failed reset ends
+        the episode aborted, as a device error, before the task's setup touches the phone."""
+        cfg = self.config
+        if self.reset is not None:
+            try:
+                await self.reset(lease.serial, lease.device)
+            except DeviceError as exc:
+                return Trajectory(task=task.name, instruction=_instruction(task),
+                                  params=dict(task.params), status=EpisodeStatus.ABORTED,
+                                  error=f"reset ({self.reset.label}) failed: {exc}")
+        return await run_episode(
+            task, lease.device, policy, max_steps=cfg.max_steps, settle_s=cfg.settle_s,
+            with_screenshots=cfg.with_screenshots, stop_on_success=cfg.stop_on_success)
 
     async def _cancel(self, run: asyncio.Task[Trajectory]) -> tuple[Trajectory | None, str | None]:
         """Cancel an episode (unless over); a teardown stuck on a hung device is cancelled

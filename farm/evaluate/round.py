@@ -38,6 +38,7 @@ from farm.collect import (
     PolicyProvider,
     TrajectorySink,
 )
+from farm.collect.reset import EpisodeReset
 from farm.device.registry import DeviceRegistry
 from farm.evaluate.stats import Tally
 
@@ -245,7 +246,9 @@ class EvalRound:
     ``retries``: an aborted episode (a device fault, never the agent's) is played again
     up to this many times; errored ones (a task bug) are not. ``timeout_s`` bounds the
     whole round (in-flight episodes end as aborted). ``wrap_provider`` lets a farm
-    decorate the policy provider (its live status view)."""
+    decorate the policy provider (its live status view). ``reset`` runs on the device
+    before every episode (:mod:`farm.collect.reset`), so no episode sees what an earlier
+    one left on its phone."""
 
     def __init__(self, registry: DeviceRegistry, instances: Sequence[EvalInstance],
                  policy: EvalPolicy, *, sink: TrajectorySink | None = None, retries: int = 2,
@@ -255,7 +258,8 @@ class EvalRound:
                  greedy: bool | None = True,
                  round_id: str | None = None, on_episode: OnEpisode | None = None,
                  wrap_provider: Callable[[PolicyProvider], PolicyProvider] | None = None,
-                 meta: dict[str, Any] | None = None) -> None:
+                 meta: dict[str, Any] | None = None,
+                 reset: EpisodeReset | None = None) -> None:
         if not instances:
             raise ValueError("an evaluation round needs at least one instance")
         self.registry, self.instances, self.policy = registry, list(instances), policy
@@ -278,7 +282,7 @@ class EvalRound:
             registry, _Sampler(self), provider, _Sink(self),
             CollectorConfig(mode="async", duration_s=timeout_s, workers=workers,
                             max_steps=max_steps, episode_timeout_s=episode_timeout_s,
-                            stop_on_success=stop_on_success), name=EVAL_OWNER)
+                            stop_on_success=stop_on_success), name=EVAL_OWNER, reset=reset)
 
     @property
     def done(self) -> int:

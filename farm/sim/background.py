@@ -8,6 +8,7 @@ fixtures therefore use this synchronous wrapper.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 from collections.abc import Coroutine
 from types import TracebackType
@@ -31,7 +32,12 @@ class BackgroundFarm:
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = 60.0) -> T:
         """Run a coroutine on the phones' loop and wait for its result."""
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+        return self.submit(coro).result(timeout)
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule a coroutine on the phones' loop; an event loop elsewhere awaits it
+        with ``asyncio.wrap_future`` instead of blocking on :meth:`call`."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
     def start(self) -> SimFarm:
         self._thread.start()

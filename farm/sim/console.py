@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import logging
 import os
 import secrets
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from farm.sim.phone import SimPhone
+    from farm.sim.phone import PhoneState, SimPhone
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +93,7 @@ async def register_with_adb(adb_port: int, emulator_adb_port: int,
 class _Snapshot:
     name: str
     taken_at: float
-    state: Any  # (world, vfs) deep copies
+    state: PhoneState
 
 
 @dataclass
@@ -226,13 +225,13 @@ class ConsoleServer:
         if not name:
             return [f"KO: missing snapshot name for '{op}'"]
         if op == "save":
-            self.snapshots[name] = _Snapshot(name, time.time(), self._capture())
+            self.snapshots[name] = _Snapshot(name, time.time(), self.phone.save_state())
             return ["OK"]
         if op == "load":
             snap = self.snapshots.get(name)
             if snap is None:
                 return [f"KO: snapshot '{name}' does not exist"]
-            self._restore(snap.state)
+            self.phone.restore_state(snap.state)
             return ["OK"]
         if op == "delete":
             if self.snapshots.pop(name, None) is None:
@@ -298,32 +297,3 @@ class ConsoleServer:
             return [f"capacity: {battery.current_level(self.phone.faults.clock())}", "OK"]
         return ["KO: bad sub-command"]
 
-    # -- snapshots ---------------------------------------------------------------
-    def _capture(self) -> Any:
-        """Deep copies of the world and its files; what belongs to the phone process
-        (faults, logcat, clocks, the renderer) is shared, not copied."""
-        p = self.phone
-        memo = self._shared(p.world)
-        sh = p.shell.phone  # what the shell keeps: installed APKs' metadata, setprop
-        return copy.deepcopy((p.world, p.vfs, sh.installed, sh.props, sh.clipboard), memo)
-
-    def _shared(self, world: Any) -> dict[int, Any]:
-        """A deepcopy memo that keeps the phone process's own objects shared."""
-        p = self.phone
-        return {id(o): o for o in (p.faults, p.logcat, world._renderer, world.clock,
-                                   world._wall)}
-
-    def _restore(self, state: Any) -> None:
-        p = self.phone
-        world, vfs, installed, props, clip = copy.deepcopy(  # the snapshot itself stays
-            state, self._shared(state[0]))
-        old = p.world
-        p.faults.on_anr[:] = [world.show_anr if getattr(f, "__self__", None) is old else f
-                              for f in p.faults.on_anr]
-        world._windows, world._dirty, world._sig = [], True, ()  # rebuilt on the new objects
-        world._frame = world._png = world._xml = None
-        world._version = old._version + 1
-        p.world, p.vfs = world, vfs
-        sh = p.shell.phone
-        sh.world, sh.vfs, sh.installed, sh.props, sh.clipboard = world, vfs, installed, props, \
-            clip

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 import random
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from farm.sim.adbd import AdbdServer
 from farm.sim.adbd.socket_service import SocketHandler, socket_spec
@@ -14,6 +17,14 @@ from farm.sim.shell import Shell
 from farm.sim.spec import LiveStdin, LogBuffer, PhoneSpec, ShellResult
 from farm.sim.vfs import VirtualFS
 from farm.sim.world import World
+
+
+@dataclass(frozen=True)
+class PhoneState:
+    """A saved phone (:meth:`SimPhone.save_state`): opaque, restorable any number of
+    times."""
+
+    parts: tuple[Any, ...]
 
 
 class SimPhone:
@@ -93,6 +104,37 @@ class SimPhone:
         if spec is None:
             raise ValueError(f"not a socket name adbd connects to: {name!r}")
         self.listeners[spec] = handler
+
+    # -- state snapshots ---------------------------------------------------------
+    def save_state(self) -> PhoneState:
+        """What an emulator snapshot keeps: deep copies of the world (apps, settings, the
+        task stack), the files, the installed packages, system properties and the
+        clipboard. What belongs to the phone process (faults, logcat, clocks, the
+        renderer) is shared, not copied: time goes on across a restore, as it does on
+        an emulator."""
+        sh = self.shell.phone
+        return PhoneState(copy.deepcopy((self.world, self.vfs, sh.installed, sh.props,
+                                         sh.clipboard), self._process_objects(self.world)))
+
+    def restore_state(self, state: PhoneState) -> None:
+        """Put the phone back as :meth:`save_state` found it; ``state`` stays reusable."""
+        world, vfs, installed, props, clip = copy.deepcopy(
+            state.parts, self._process_objects(state.parts[0]))
+        old = self.world
+        self.faults.on_anr[:] = [world.show_anr if getattr(f, "__self__", None) is old else f
+                                 for f in self.faults.on_anr]
+        world._windows, world._dirty, world._sig = [], True, ()  # rebuilt on the new objects
+        world._frame = world._png = world._xml = None
+        world._version = old._version + 1  # screen caches keyed by version never go stale
+        self.world, self.vfs = world, vfs
+        sh = self.shell.phone
+        sh.world, sh.vfs, sh.installed, sh.props, sh.clipboard = (world, vfs, installed,
+                                                                   props, clip)
+
+    def _process_objects(self, world: World) -> dict[int, Any]:
+        """A deepcopy memo that keeps the phone process's own objects shared."""
+        return {id(o): o for o in (self.faults, self.logcat, world._renderer, world.clock,
+                                   world._wall)}
 
     def fault(self, kind: FaultKind | str, seconds: float | None = None,
               value: float | None = None) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -29,14 +28,6 @@ from farm.sim.adbhost import PrivateAdbServer
 from farm.sim.background import BackgroundFarm
 
 S = DeviceState
-FAST = LifecycleConfig(heartbeat_s=0.2, reaper_s=1.5, probe_timeout_s=0.5, boot_timeout_s=5,
-                       boot_poll_s=0.1, max_failures=3, backoff_min_s=0.1, backoff_max_s=0.4,
-                       reconnect_timeout_s=1.0)
-# for tests with no hang to detect (no fault, or a phone killed: its probes fail at once):
-# a probe slowed by a loaded CI box must not revoke a lease
-STEADY = LifecycleConfig(heartbeat_s=0.5, reaper_s=10, probe_timeout_s=5, boot_timeout_s=10,
-                         boot_poll_s=0.1, max_failures=3, backoff_min_s=0.1, backoff_max_s=0.4,
-                         reconnect_timeout_s=2.0)
 FAST_TASKS = ("settings.wifi_off", "settings.bluetooth_on", "settings.open_display")
 
 
@@ -44,20 +35,6 @@ FAST_TASKS = ("settings.wifi_off", "settings.bluetooth_on", "settings.open_displ
 def tasks() -> list[type[Task]]:
     reg = TaskRegistry.discover()
     return [reg.get(n) for n in FAST_TASKS]
-
-
-@pytest.fixture
-async def registry(request: pytest.FixtureRequest, sim_background: BackgroundFarm,
-                   private_adb: PrivateAdbServer) -> AsyncIterator[DeviceRegistry]:
-    """Over the sim phones, with FAST timeouts (``@pytest.mark.steady``: STEADY ones)."""
-    assert sim_background.farm is not None
-    config = STEADY if request.node.get_closest_marker("steady") else FAST
-    reg = DeviceRegistry(port=private_adb.port, targets=sim_background.farm.serials,
-                         config=config, discover=False, device_timeout=3)
-    async with reg:
-        for s in sim_background.farm.serials:
-            await reg.wait_for(s, S.READY, timeout=20)
-        yield reg
 
 
 def assert_all_released(reg: DeviceRegistry) -> None:

@@ -16,7 +16,7 @@ TASK_KEYS = {"task", "episodes", "successes", "success_rate", "ci_low", "ci_high
 REPORT_KEYS = {"schema", "policy", "policy_version", "split", "greedy", "seed",
                "episodes_per_task", "tasks_evaluated", "confidence", "success_rate", "ci_low",
                "ci_high", "episodes", "planned", "mean_steps", "aborted", "errored",
-               "complete", "devices", "wall_s", "episodes_per_min", "tasks"}
+               "complete", "devices", "wall_s", "episodes_per_min", "tasks", "reset"}
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -34,6 +34,7 @@ def test_oracle_json_report_schema() -> None:
                                                                           "test", None)
     assert (d["seed"], d["episodes_per_task"], d["planned"], d["episodes"]) == (3, 2, 6, 6)
     assert d["success_rate"] == 1.0 and d["complete"] is True and d["devices"] == 2
+    assert d["reset"] == "sim-state"
     assert [t["task"] for t in d["tasks"]] == ["clock.alarm_dial", "settings.wifi_off",
                                                "settings.wifi_on"]
     for t in d["tasks"]:
@@ -111,6 +112,28 @@ def test_alternatives_list_what_a_learned_policy_weighed_at_each_step(tmp_path: 
     assert all("alternatives" not in s and 0 < s["p"] <= 1 for s in rec["steps"])
 
 
+def test_sim_phones_are_reset_so_a_rerun_plays_every_episode_alike(tmp_path: Path) -> None:
+    """The random policy draws from each instance's own seed, so with every phone put back
+    before each episode two runs play the same actions, whichever phone gets which
+    instance after which other (tests/collect/test_reset.py shows leftovers without)."""
+    args = ("--policy", "random", "--sim", "2", "--task", "settings.*", "--task", "clock.*",
+            "-k", "2", "--json")
+    runs = []
+    for i in (1, 2):
+        trace = tmp_path / f"run{i}.jsonl"
+        code, out = run(*args, "--episodes-out", str(trace))
+        assert code == 0, out
+        assert json.loads(out)["reset"] == "sim-state"
+        runs.append({r["instance"]: (r["status"], r["steps"])
+                     for r in map(json.loads, trace.read_text().splitlines()) if r["scored"]})
+    assert len(runs[0]) == 2 * 18 and runs[0] == runs[1]
+    code, out = run("--policy", "oracle", "--sim", "1", "--task", "settings.dnd_on",
+                    "--no-reset", "--json")
+    assert code == 0 and json.loads(out)["reset"] is None
+    code, out = run("--policy", "oracle", "--sim", "1", "--task", "settings.dnd_on")
+    assert "each phone reset before every episode (sim-state)" in " ".join(out.split())
+
+
 def test_user_mistakes_exit_2_with_a_message_and_no_traceback(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     vlm = save_policy(build_policy("vlm", {"tiny": {"seed": 0}}), tmp_path / "vlm", 1)
@@ -136,6 +159,14 @@ def test_user_mistakes_exit_2_with_a_message_and_no_traceback(tmp_path: Path) ->
           "give both"),
         (("--policy", "oracle", "--device", "127.0.0.1:9", "--ready-timeout", "1",
           "--task", "settings.dnd_on"), "device not reachable: 127.0.0.1:9"),
+        (("--policy", "oracle", "--sim", "1", "--reset-snapshot", "clean"),
+         "--sim phones are reset by default"),
+        (("--policy", "oracle", "--device", "127.0.0.1:5555", "--reset-snapshot", "clean"),
+         "needs emulators (emulator-N serials); not one: 127.0.0.1:5555"),
+        (("--policy", "oracle", "--device", "emulator-5554", "--reset-snapshot", "clean",
+          "--no-reset"), "contradict"),
+        (("--policy", "oracle", "--device", "emulator-5554", "--reset-snapshot", "a b"),
+         "not a snapshot name"),
     ]
     for args, message in cases:
         code, out = run(*args)
