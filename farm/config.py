@@ -187,6 +187,15 @@ class CollectSection(_Section):
                                 "once it is durably spooled, and keep it after the ack: an "
                                 "audit trail of what the farm handed over, to reconcile with "
                                 "what the learner holds (bench/chaos.py). Unset: none.")
+    reset: bool = Field(False, description="Reset every sim phone (--sim) before each "
+                        "episode, to the state it had before its first: no episode starts "
+                        "from what an earlier one left. Emulators: reset_snapshot. Physical "
+                        "phones are never reset.")
+    reset_snapshot: str | None = Field(None, description="Load this "
+                                       "emulator snapshot before every episode on each "
+                                       "emulator (emulator-N serials), through its console "
+                                       "(save it once: `adb -s emulator-5554 emu avd snapshot "
+                                       "save NAME`). Unset: emulators are not reset.")
     eval_every_s: float | None = Field(None, gt=0, description="With policy = learned: "
                                        "every this many seconds, a held-out evaluation round "
                                        "(test split, greedy, the version then playing frozen) "
@@ -194,6 +203,13 @@ class CollectSection(_Section):
                                        "evaluation and never learned from. Unset: none.")
     eval_episodes_per_task: int = Field(1, ge=1, le=1000, description="Episodes of each "
                                         "selected task per evaluation round.")
+
+    @field_validator("reset_snapshot")
+    @classmethod
+    def _snapshot_name(cls, v: str | None) -> str | None:
+        if v is not None and (not v or any(c.isspace() for c in v)):
+            raise ValueError("not a snapshot name (one word, as `avd snapshot list` shows)")
+        return v
 
 
 class LiveSection(_Section):

@@ -84,6 +84,7 @@ from farm.collect import (
     PolicyProvider,
     RandomProvider,
 )
+from farm.collect.reset import EpisodeReset
 from farm.commands import CommandExecutor, CommandListener, DirectedSampler
 from farm.device.lifecycle import DeviceState, LifecycleConfig, ManagedDevice, StateChanged
 from farm.device.observe import Frame
@@ -184,6 +185,7 @@ class FarmConfig:
     frame_quality: int = 70  # thumbnail JPEG quality
     commands: bool = True  # listen for operator commands on cmd/+
     sim_devices: frozenset[str] = frozenset()  # serials of sim phones (kind "sim")
+    reset: EpisodeReset | None = None  # before every episode (farm.collect.reset)
     # learner keys whose signed acks may delete spooled trajectories; None: any ack
     trusted_learners: TrustedKeys | None = None
     # operator keys whose signed commands this farm runs; None: any command
@@ -703,11 +705,12 @@ class FarmController:
                     CollectorConfig(mode=cfg.mode, duration_s=cfg.duration_s,
                                     with_screenshots=cfg.with_screenshots,
                                     episode_timeout_s=cfg.episode_timeout_s),
-                    name=cfg.farm_id)
+                    name=cfg.farm_id, reset=cfg.reset)
                 evaluation, evaluating = self.evaluation, None
                 if evaluation is not None:
                     evaluating = asyncio.create_task(evaluation.run(
-                        reg, self.sink, lambda p: _LiveProvider(p, self)), name="eval")
+                        reg, self.sink, lambda p: _LiveProvider(p, self), reset=cfg.reset),
+                        name="eval")
                     background.append(evaluating)
                 stats = await self.collector.run()
                 if evaluation is not None and evaluating is not None:

@@ -76,18 +76,30 @@ def _run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
 def test_cli_farm_up_sim_json(tmp_path: Path) -> None:
     proc = _run("farm", "up", "--sim", "2", "--duration", "6", "--json", "--flush-timeout", "1",
                 "--task", "settings.wifi_off", "--task", "settings.open_display",
-                "--spool", str(tmp_path / "spool"))
+                "--spool", str(tmp_path / "spool"), "--reset")
     assert proc.returncode == 0, proc.stderr
     summary = json.loads(proc.stdout)
     assert summary["episodes"] > 0
     assert summary["published"] == summary["episodes"]
     assert "mqtt://127.0.0.1:" in proc.stderr  # the embedded broker's URL
+    # every episode that played began on a reset phone (one stopped at the end may not)
+    assert summary["completed"] <= summary["resets"] <= summary["episodes"]
+    assert "every device reset before each episode (sim-state" in proc.stderr
 
 
 def test_cli_farm_status_unreachable_broker() -> None:
     proc = _run("farm", "status", "--broker", "mqtt://127.0.0.1:1", timeout=30)
     assert proc.returncode == 2
     assert "cannot reach the MQTT broker" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_cli_farm_up_reset_needs_sims() -> None:
+    proc = _run("farm", "up", "--reset", "--device", "emulator-5554", timeout=30)
+    assert proc.returncode == 2
+    assert "--reset (collect.reset) resets sim phones" in proc.stderr
+    proc = _run("farm", "up", "--reset-snapshot", "two words", timeout=30)
+    assert proc.returncode == 2 and "not a snapshot name" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 

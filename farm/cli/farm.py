@@ -143,6 +143,12 @@ def farm() -> None:
               help="Live thumbnails per device per second; 0 = off [default: 1].")
 @click.option("--status-hz", type=float, default=None,
               help="Live status updates per busy device per second [default: 2].")
+@click.option("--reset/--no-reset", default=None,
+              help="Reset every sim phone before each episode to its state before its "
+                   "first [default: off].")
+@click.option("--reset-snapshot", default=None, metavar="NAME",
+              help="Load this emulator snapshot before every episode on each emulator "
+                   "(emulator-N), through its console [default: emulators not reset].")
 @click.option("--eval-every", "eval_every_s", type=float, default=None,
               help="With --policy learned: a held-out evaluation round every this many "
                    "seconds (test split, greedy, frozen version; never learned from).")
@@ -172,6 +178,7 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
             spool_dir: str | None, ledger: str | None, adb_host: str | None, adb_port: int | None,
             seed: int | None, screenshots: bool | None, episode_timeout: float | None,
             flush_timeout: float | None, frames_hz: float | None, status_hz: float | None,
+            reset: bool | None, reset_snapshot: str | None,
             eval_every_s: float | None, eval_episodes_per_task: int | None,
             signing_key: Path | None, learner_keys: tuple[Path, ...],
             operator_keys: tuple[Path, ...], as_json: bool) -> None:
@@ -210,6 +217,8 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
         "collect.flush_timeout_s": (flush_timeout, "--flush-timeout"),
         "live.frames_hz": (frames_hz, "--frames-hz"),
         "live.status_hz": (status_hz, "--status-hz"),
+        "collect.reset": (reset, "--reset"),
+        "collect.reset_snapshot": (reset_snapshot, "--reset-snapshot"),
         "collect.eval_every_s": (eval_every_s, "--eval-every"),
         "collect.eval_episodes_per_task": (eval_episodes_per_task, "--eval-episodes-per-task"),
         "trust.learner_keys": (list(learner_keys) or None, "--learner-key"),
@@ -227,6 +236,9 @@ def farm_up(config_file: str | None, broker_url: str | None, password_file: Path
     if st.collect.eval_every_s is not None and st.collect.policy not in ("learned", "remote"):
         fail("evaluation rounds (--eval-every / collect.eval_every_s) need --policy learned "
              "or remote; use `distrl eval` to evaluate the oracle, random or a checkpoint")
+    if st.collect.reset and not st.sim.count:
+        fail("--reset (collect.reset) resets sim phones: give --sim N; emulators are reset "
+             "from a snapshot with --reset-snapshot NAME")
     if (st.collect.policy == "remote") != (st.collect.inference_url is not None):
         fail("--policy remote needs --inference-url (collect.inference_url), and only it "
              "uses one")
@@ -283,11 +295,12 @@ async def _farm_up(st: Any, tasks: list[Any], trusted: TrustedKeys | None,
         devices: list[str] = [*st.adb.devices, *st.adb.targets]
         adb_port = st.adb.port
         sims: frozenset[str] = frozenset()
+        sim_bg: Any = None
         if st.sim.count:
             from farm.sim.adbhost import PrivateAdbServer
             from farm.sim.background import BackgroundFarm
 
-            bg = BackgroundFarm(st.sim.count, seed=c.seed, profile=st.sim.profile)
+            bg = sim_bg = BackgroundFarm(st.sim.count, seed=c.seed, profile=st.sim.profile)
             await asyncio.to_thread(bg.start)
             stack.callback(bg.stop)
             assert bg.farm is not None
@@ -298,6 +311,10 @@ async def _farm_up(st: Any, tasks: list[Any], trusted: TrustedKeys | None,
             stack.callback(adb.stop)
             adb_port = adb.port
             _info(f"{st.sim.count} sim phone(s) on a private adb server (port {adb_port})")
+        reset = _episode_reset(c, sim_bg, sims, st.adb.host)
+        if reset is not None:
+            _info(f"every device reset before each episode ({reset.label}; physical phones "
+                  "never)")
         policies = None
         if c.policy in ("learned", "remote"):
             from farm.collect import RandomProvider
@@ -325,7 +342,7 @@ async def _farm_up(st: Any, tasks: list[Any], trusted: TrustedKeys | None,
             lifecycle=st.lifecycle.to_lifecycle(), status_hz=st.live.status_hz,
             frames_hz=st.live.frames_hz, frames_total_hz=st.live.frames_total_hz,
             frame_width=st.live.frame_width,
-            frame_quality=st.live.frame_quality, sim_devices=sims,
+            frame_quality=st.live.frame_quality, sim_devices=sims, reset=reset,
             trusted_learners=trusted, trusted_operators=operators, signing_key=signer),
             policies=policies,
             evaluation=evaluation)
@@ -343,6 +360,22 @@ async def _farm_up(st: Any, tasks: list[Any], trusted: TrustedKeys | None,
                 await progress
         return ctl.summary()
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _episode_reset(c: Any, sim_bg: Any, sims: frozenset[str], adb_host: str) -> Any:
+    """collect.reset / collect.reset_snapshot as the farm's EpisodeReset (None: neither)."""
+    from farm.collect.reset import ConsoleSnapshotReset, ResetByKind
+
+    sim_reset = None
+    if c.reset and sim_bg is not None:
+        from farm.sim.reset import SimStateReset
+
+        sim_reset = SimStateReset(sim_bg)
+    snap = None if c.reset_snapshot is None else ConsoleSnapshotReset(c.reset_snapshot,
+                                                                      host=adb_host)
+    if sim_reset is None and snap is None:
+        return None
+    return ResetByKind(sims=sim_reset, sim_serials=sims, emulators=snap)
 
 
 async def _progress(ctl: Any, every: float = 3.0) -> None:

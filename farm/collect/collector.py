@@ -81,6 +81,7 @@ class CollectorStats:
     abort_reasons: Counter[str] = field(default_factory=Counter)
     rounds: int = 0  # sync mode: rounds completed (all episodes over, none stopped)
     sink_errors: int = 0
+    resets: int = 0  # devices reset before an episode (Collector(reset=…))
 
     @property
     def elapsed_s(self) -> float:
@@ -103,7 +104,7 @@ class CollectorStats:
                 "trajectories_per_min": round(self.per_minute, 2),
                 "by_status": dict(self.by_status), "by_device": dict(self.by_device),
                 "abort_reasons": dict(self.abort_reasons), "rounds": self.rounds,
-                "sink_errors": self.sink_errors}
+                "sink_errors": self.sink_errors, "resets": self.resets}
 
 
 class _CountingPolicy:
@@ -371,6 +372,7 @@ class Collector:
         if self.reset is not None:
             try:
                 await self.reset(lease.serial, lease.device)
+                self.stats.resets += 1
             except DeviceError as exc:
                 return Trajectory(task=task.name, instruction=_instruction(task),
                                   params=dict(task.params), status=EpisodeStatus.ABORTED,

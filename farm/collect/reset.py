@@ -27,7 +27,8 @@ from distrl_sdk.device import Device
 from distrl_sdk.errors import DeviceError
 from farm.device.emulator import EmulatorConsole
 
-__all__ = ["ConsoleSnapshotReset", "EpisodeReset", "console_port", "snapshot_names"]
+__all__ = ["ConsoleSnapshotReset", "EpisodeReset", "ResetByKind", "console_port",
+           "snapshot_names"]
 
 
 class EpisodeReset(Protocol):
@@ -95,3 +96,21 @@ class ConsoleSnapshotReset:
 
     async def __call__(self, serial: str, device: Device) -> None:
         await self._console(serial).command(f"avd snapshot load {self.snapshot}")
+
+
+class ResetByKind:
+    """A farm's reset: its sim phones (``sim_serials``) by ``sims``, emulators (``emulator-N``)
+    by ``emulators``; any other device (a physical phone) is not reset."""
+
+    def __init__(self, *, sims: EpisodeReset | None = None,
+                 sim_serials: frozenset[str] = frozenset(),
+                 emulators: EpisodeReset | None = None) -> None:
+        self.sims, self.sim_serials, self.emulators = sims, sim_serials, emulators
+        self.label = " + ".join(r.label for r in (sims, emulators) if r is not None) or "none"
+
+    async def __call__(self, serial: str, device: Device) -> None:
+        if serial in self.sim_serials:
+            if self.sims is not None:
+                await self.sims(serial, device)
+        elif console_port(serial) is not None and self.emulators is not None:
+            await self.emulators(serial, device)

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from distrl_sdk.task import Split, Task
 from farm.collect import PolicyProvider, TrajectorySink
+from farm.collect.reset import EpisodeReset
 from farm.device.registry import DeviceRegistry
 from farm.evaluate.round import AgentEval, EvalReport, EvalRound, plan_instances
 
@@ -70,8 +71,8 @@ class PeriodicEval:
         return PolicyAgent(agent.policy, agent.version, greedy=True), agent
 
     async def run(self, registry: DeviceRegistry, sink: TrajectorySink,
-                  wrap_provider: Callable[[PolicyProvider], PolicyProvider] | None = None
-                  ) -> None:
+                  wrap_provider: Callable[[PolicyProvider], PolicyProvider] | None = None,
+                  reset: EpisodeReset | None = None) -> None:
         n = 0
         while not self._stop.is_set():
             frozen = self._frozen()
@@ -84,7 +85,7 @@ class PeriodicEval:
                     AgentEval(eval_agent), sink=sink, retries=self.retries,
                     episode_timeout_s=self.episode_timeout_s, max_steps=self.max_steps,
                     split=self.split, greedy=True, wrap_provider=wrap_provider,
-                    round_id=f"{self.farm_id}-r{n}-v{eval_agent.version}")
+                    round_id=f"{self.farm_id}-r{n}-v{eval_agent.version}", reset=reset)
                 if self._stop.is_set():  # stop() came while the round was being built
                     break
                 t0 = time.monotonic()

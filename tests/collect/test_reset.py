@@ -18,7 +18,7 @@ from distrl_sdk.policy import Observation
 from distrl_sdk.task import Task
 from distrl_sdk.trajectory import EpisodeStatus, Trajectory
 from farm.collect import Collector, CollectorConfig, MemorySink, PolicyChoice, TaskSampler
-from farm.collect.reset import ConsoleSnapshotReset, console_port, snapshot_names
+from farm.collect.reset import ConsoleSnapshotReset, ResetByKind, console_port, snapshot_names
 from farm.device.lifecycle import DeviceState
 from farm.device.registry import DeviceRegistry
 from farm.sim.adbhost import PrivateAdbServer
@@ -158,3 +158,25 @@ async def test_console_snapshot_reset_on_a_phone_started_as_an_emulator(
             assert seen == ["0", "0", "0"]
             seen, _ = await _collect(reg, None, episodes=2)
             assert seen == ["1", "1"]  # the control: the last reset episode left it on
+
+
+class _Recording:
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.serials: list[str] = []
+
+    async def __call__(self, serial: str, device: Device) -> None:
+        self.serials.append(serial)
+
+
+async def test_a_farm_resets_sims_and_emulators_each_their_way_and_phones_never() -> None:
+    sims, emulators = _Recording("sim-state"), _Recording("snapshot:clean")
+    reset = ResetByKind(sims=sims, sim_serials=frozenset({"127.0.0.1:7001"}),
+                        emulators=emulators)
+    assert reset.label == "sim-state + snapshot:clean"
+    for serial in ("127.0.0.1:7001", "emulator-5556", "R58M12ABCDE", "192.168.1.20:5555"):
+        await reset(serial, None)  # type: ignore[arg-type]
+    assert sims.serials == ["127.0.0.1:7001"] and emulators.serials == ["emulator-5556"]
+    sims_only = ResetByKind(sims=sims, sim_serials=frozenset({"127.0.0.1:7001"}))
+    await sims_only("emulator-5556", None)  # type: ignore[arg-type]
+    assert emulators.serials == ["emulator-5556"] and sims_only.label == "sim-state"
