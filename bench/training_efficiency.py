@@ -278,6 +278,32 @@ def spread(xs: list[float]) -> tuple[float, float, float]:
     return (statistics.fmean(xs), min(xs), max(xs)) if xs else (0.0, 0.0, 0.0)
 
 
+def task_gaps(ours: list[ArmRun], theirs: list[ArmRun], show: int = 6
+               ) -> list[dict[str, Any]]:
+    """Where two arms' final evaluations differ, task by task: the mean success per task
+    over the seeds both ran, largest gap first (printed: the first ``show``). A suite-mean
+    gap of a point or two is often one or two tasks, which a mean hides."""
+    mine = {r.seed: r.final_eval["by_task"] for r in ours if r.final_eval}
+    other = {r.seed: r.final_eval["by_task"] for r in theirs if r.final_eval}
+    seeds = sorted(set(mine) & set(other))
+    if not seeds:
+        return []
+    tasks = sorted(set().union(*(mine[s] for s in seeds)))
+    rows = []
+    for t in tasks:
+        a = [float(mine[s].get(t, 0.0)) for s in seeds]
+        b = [float(other[s].get(t, 0.0)) for s in seeds]
+        rows.append({"task": t, "gap": statistics.fmean(a) - statistics.fmean(b),
+                     "ours": a, "theirs": b})
+    rows.sort(key=lambda r: (-abs(r["gap"]), r["task"]))
+    print(f"\nlargest per-task gaps, {LABELS[ours[0].arm]} − {LABELS[theirs[0].arm]} "
+          f"(final evaluation, seeds {seeds})")
+    for r in rows[:show]:
+        print(f"  {r['task']:<30} {r['gap']:+.2f}  {[round(x, 2) for x in r['ours']]} vs "
+              f"{[round(x, 2) for x in r['theirs']]}")
+    return rows
+
+
 def summarise(runs: list[ArmRun], opts: argparse.Namespace) -> dict[str, Any]:
     by_arm: dict[str, list[ArmRun]] = {}
     for r in runs:
@@ -323,6 +349,7 @@ def summarise(runs: list[ArmRun], opts: argparse.Namespace) -> dict[str, Any]:
                  if r.seed in theirs}
         bars["ahead_of_digirl_async"] = {"aride": a, "digirl_async": b, "by_seed": leads,
                                          "pass": a > b and all(v > 0 for v in leads.values())}
+        out["task_gaps"] = task_gaps(by_arm["aride"], by_arm["digirl-async"])
     if "aride" in by_arm and "sft" in by_arm:
         a, s = out["arms"]["aride"], out["arms"]["sft"]
         margin = (a["final_max"] - a["final_min"]) + (s["final_max"] - s["final_min"])
