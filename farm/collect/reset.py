@@ -91,7 +91,7 @@ class ConsoleSnapshotReset:
         names = snapshot_names(listing)
         if self.snapshot not in names:
             have = ", ".join(sorted(names)) or "none"
-            raise DeviceError(f"{serial} has no snapshot {self.snapshot!r} (it has: {have})",
+            raise DeviceError(f"no snapshot {self.snapshot!r} (it has: {have})",
                               serial=serial)
 
     async def __call__(self, serial: str, device: Device) -> None:

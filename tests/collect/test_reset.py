@@ -147,7 +147,7 @@ async def test_console_snapshot_reset_on_a_phone_started_as_an_emulator(
         phone = farm.phones[0]
         assert await register_with_adb(adb.port, phone.port)
         reset = ConsoleSnapshotReset("clean", token_path=token)
-        with pytest.raises(DeviceError, match="has no snapshot 'clean'"):
+        with pytest.raises(DeviceError, match="no snapshot 'clean'"):
             await reset.check(phone.serial)
         await reset._console(phone.serial).command("avd snapshot save clean")
         await reset.check(phone.serial)
