@@ -84,7 +84,7 @@ def test_cli_farm_up_sim_json(tmp_path: Path) -> None:
     assert "mqtt://127.0.0.1:" in proc.stderr  # the embedded broker's URL
     # every episode that played began on a reset phone (one stopped at the end may not)
     assert summary["completed"] <= summary["resets"] <= summary["episodes"]
-    assert "every device reset before each episode (sim-state" in proc.stderr
+    assert "devices reset before each episode: sim-state" in proc.stderr
 
 
 def test_cli_farm_status_unreachable_broker() -> None:

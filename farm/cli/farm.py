@@ -313,8 +313,7 @@ async def _farm_up(st: Any, tasks: list[Any], trusted: TrustedKeys | None,
             _info(f"{st.sim.count} sim phone(s) on a private adb server (port {adb_port})")
         reset = _episode_reset(c, sim_bg, sims, st.adb.host)
         if reset is not None:
-            _info(f"every device reset before each episode ({reset.label}; physical phones "
-                  "never)")
+            _info(f"devices reset before each episode: {reset.label} (physical phones never)")
         policies = None
         if c.policy in ("learned", "remote"):
             from farm.collect import RandomProvider
