@@ -1,10 +1,12 @@
-"""bench/training_efficiency.py's per-task comparison of two arms (what a suite mean hides)."""
+"""bench/training_efficiency.py's summary: the per-task comparison of two arms (what a
+suite mean hides) and the bars, whose pairs of runs share a seed (one SFT start)."""
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
-from bench.training_efficiency import ArmRun, task_gaps
+from bench.training_efficiency import ArmRun, summarise, task_gaps
 
 
 def _run(arm: str, seed: int, by_task: dict[str, float]) -> ArmRun:
@@ -26,3 +28,28 @@ def test_task_gaps_rank_tasks_by_the_mean_gap_over_shared_seeds(capsys: Any) -> 
     assert rows[2]["gap"] == 0.0
     assert "b" in capsys.readouterr().out
     assert task_gaps([ArmRun(arm="aride", seed=0)], theirs) == []  # no final evaluation
+
+
+def _rounds(arm: str, seed: int, rates: list[float], final: float) -> ArmRun:
+    """A run with a 35-episode round every 300 s and a final evaluation."""
+    evals = [{"wall_s": 300.0 * i, "success_rate": r, "complete": True}
+             for i, r in enumerate(rates)]
+    return ArmRun(arm=arm, seed=seed, wall_s=300.0 * (len(rates) - 1), evals=evals,
+                  final_eval={"success_rate": final, "by_task": {"a": final}})
+
+
+def test_sync_bars_pair_runs_by_seed_not_by_order(capsys: Any) -> None:
+    # merged directories list seeds in any order; a seed without a partner is left out
+    runs = [_rounds("aride", 3, [0.5, 0.9, 0.9], 0.9),
+            _rounds("aride", 0, [0.5, 0.6, 0.6], 0.6),
+            _rounds("digirl-sync", 0, [0.5, 0.6, 0.5], 0.5),
+            _rounds("digirl-sync", 3, [0.5, 0.7, 0.75], 0.6),
+            _rounds("digirl-sync", 7, [0.5, 0.5, 0.5], 0.5)]
+    bars = summarise(runs, argparse.Namespace())["bars"]
+    rel, fast = bars["relative_vs_sync_ge_0.20"], bars["time_to_sync_final_le_1/3"]
+    assert rel["seeds"] == fast["seeds"] == [3, 0]
+    assert [round(v, 6) for v in rel["values"]] == [0.5, 0.2]  # 0.9/0.6, 0.6/0.5
+    assert rel["pass"]
+    # seed 3 reaches sync's last round (0.75) at 300 s of 600; seed 0 its 0.5 at 0 s
+    assert fast["values"] == [0.5, 0.0] and fast["pass"]  # a mean of 0.25 ≤ ⅓
+    capsys.readouterr()
