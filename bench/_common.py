@@ -55,18 +55,22 @@ def phones_in_child(count: int, *, profile: str = "instant", screen: str = "phon
     state_dir = tempfile.mkdtemp(prefix="distrl-bench-")
     env = {**os.environ, "DISTRL_STATE_DIR": state_dir}
     base = free_base_port(count)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "farm.cli", "sim", "serve", "--count", str(count),
-         "--base-port", str(base), "--profile", profile, "--screen", screen,
-         "--seed", str(seed), "--name", "bench"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT,
-    )
+    # stderr to a file, not a pipe: nobody reads a pipe during a 30-minute run, and a
+    # child whose warnings fill it would block on its next write
+    err_path = Path(state_dir) / "sim-serve.stderr"
+    with open(err_path, "wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "farm.cli", "sim", "serve", "--count", str(count),
+             "--base-port", str(base), "--profile", profile, "--screen", screen,
+             "--seed", str(seed), "--name", "bench"],
+            env=env, stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT,
+        )
     state_file = Path(state_dir) / "sim-bench.json"
     deadline = time.monotonic() + 60
     while not state_file.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
-            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-            raise RuntimeError(f"sim serve failed: {err}")
+            proc.kill()
+            raise RuntimeError(f"sim serve failed: {err_path.read_text(errors='replace')}")
         time.sleep(0.05)
     try:
         yield json.loads(state_file.read_text())
