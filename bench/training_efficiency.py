@@ -543,9 +543,11 @@ def main() -> None:
     ap.add_argument("--normalize-advantage", action=argparse.BooleanOptionalAction,
                     default=ARIDEConfig.normalize_advantage,
                     help="A-RIDE: advantages standardised over each batch's steps")
-    ap.add_argument("--advantage-floor", type=float, default=ARIDEConfig.advantage_floor,
+    ap.add_argument("--advantage-floor", type=lambda v: None if v == "none" else float(v),
+                    default=LEARNER.get("advantage_floor"),
                     help="A-RIDE: advantages below this are raised to it in the actor loss "
-                         "(0: only better-than-expected actions pull; default: none)")
+                         "(0: only better-than-expected actions pull; 'none': the signed "
+                         "advantage; default: the UI-tree learner's)")
     ap.add_argument("--sil-coef", type=float, default=LEARNER["sil_coef"],
                     help="A-RIDE: weight of the self-imitation term −(G − V)₊·log π on "
                          "replayed steps (0 = off; default: the UI-tree learner's)")

@@ -498,8 +498,8 @@ def test_the_ui_tree_policy_gets_the_measured_trainer_settings_by_default() -> N
     ui = build_policy("uitree", {"seed": 0})
     t = default_trainer(ui, LearnerConfig())
     assert (t.config.actor_lr, t.config.entropy_coef, t.config.max_policy_lag,
-            t.config.actor_dropout, t.config.sil_coef, t.config.alpha) \
-        == (3e-4, 0.01, 1000, True, 1.0, 0.0)
+            t.config.actor_dropout, t.config.sil_coef, t.config.alpha,
+            t.config.advantage_floor) == (3e-4, 0.01, 1000, True, 1.0, 0.0, 0.0)
     t = default_trainer(ui, LearnerConfig(algo_config={"actor_lr": 5e-4}))
     assert t.config.actor_lr == 5e-4 and t.config.critic_lr == 1e-3
     t = default_trainer(ui, LearnerConfig(algorithm="digirl"))
@@ -515,6 +515,7 @@ def test_the_ui_tree_policy_gets_the_measured_trainer_settings_by_default() -> N
 
     assert effective_algo_config("vlm", "aride", {}) == {}
     assert ARIDEConfig().actor_lr == 1e-4  # the paper's, for a pretrained VLM
+    assert ARIDEConfig().advantage_floor is None  # … with the paper's signed advantage
 
 
 def test_the_dedupe_watermark_survives_a_checkpoint(tmp_path: Path) -> None:
