@@ -381,7 +381,7 @@ KIND_ALGO_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
         # with sil_coef 0); it stays because the README's 30-minute rows used it.
         # The advantage floored at 0 (only better-than-expected actions pull) held out
         # at least as well as the signed advantage on each of 4 seeds from the same SFT
-        # starts (0.892 against 0.860 in the mean); a push away from a failed answer
+        # starts (0.891 against 0.860 in the mean); a push away from a failed answer
         # also pushed down the right answer's shared features on unseen pages
         "aride": {"actor_lr": 3e-4, "critic_lr": 1e-3, "traj_critic_lr": 1e-3,
                   "entropy_coef": 0.01, "actor_dropout": True, "max_policy_lag": 1000,
