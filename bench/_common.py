@@ -70,6 +70,7 @@ def phones_in_child(count: int, *, profile: str = "instant", screen: str = "phon
     while not state_file.exists():
         if proc.poll() is not None or time.monotonic() > deadline:
             proc.kill()
+            proc.wait(timeout=20)
             raise RuntimeError(f"sim serve failed: {err_path.read_text(errors='replace')}")
         time.sleep(0.05)
     try:
