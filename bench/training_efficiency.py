@@ -219,7 +219,8 @@ async def run_arm(arm: str, seed: int, sft: Path, reg: DeviceRegistry, tasks: li
     learner = LocalLearner(trainer, LocalLearnerConfig(
         schedule="rounds" if mode == "sync" else "concurrent",
         updates_per_round=opts.updates_per_round, torch_threads=opts.torch_threads,
-        max_updates_per_episode=opts.replay_ratio or None, eval_every_s=opts.eval_every,
+        max_updates_per_episode=opts.replay_ratio or None,
+        min_updates_per_episode=opts.min_replay_ratio or None, eval_every_s=opts.eval_every,
         eval_episodes_per_task=opts.eval_episodes, eval_seed=opts.eval_seed),
         seed=seed, eval_registry=eval_reg or reg, eval_tasks=tasks)
     t0 = time.monotonic()
@@ -241,6 +242,8 @@ async def run_arm(arm: str, seed: int, sft: Path, reg: DeviceRegistry, tasks: li
                 if "entropy" in m and "entropy_coef" in m else ""
             if "demo_nll" in m:  # the anchor's −log π of demonstrated actions
                 ent += f" demo-nll {m['demo_nll']:.2f}"
+            if st.collect_wait_s:  # the throttle held phones back (--min-replay-ratio)
+                ent += f" phones waited {st.collect_wait_s:.0f} s"
             print(f"    {LABELS[arm]:<26} {time.monotonic() - t0:6.0f} s  "
                   f"{st.finished:5d} episodes  {st.updates:5d} updates  "
                   f"training {train}  held-out {held}{ent}", flush=True)
@@ -558,6 +561,9 @@ def main() -> None:
     ap.add_argument("--min-episodes", type=int, default=32)
     ap.add_argument("--replay-ratio", type=float, default=0.5,
                     help="async arms: at most this many updates per new episode (0: unbounded)")
+    ap.add_argument("--min-replay-ratio", type=float, default=0.0,
+                    help="async arms: phones wait at an episode's start while the trainer has "
+                         "made fewer updates per episode than this (0: never wait)")
     ap.add_argument("--updates-per-round", type=int, default=4, help="sync arm")
     ap.add_argument("--torch-threads", type=int, default=1)
     ap.add_argument("--print-every", type=float, default=60.0)

@@ -77,6 +77,14 @@ class LocalLearnerConfig:
     # ratio; None = train flat out). On 2 shared cores an unbounded trainer takes the CPU
     # the phones need and replays a few episodes to death.
     max_updates_per_episode: float | None = None
+    # concurrent: the other side of that band. Phones wait at an episode's start while the
+    # trainer has made fewer than this many updates per learnable episode (beyond
+    # ``collect_slack`` episodes of headroom). Equal to ``max_updates_per_episode`` it pins
+    # the replay ratio, as a synchronous round does, while still collecting during
+    # updates. None: phones never wait (a farm of real phones, where they are the
+    # bottleneck); on shared cores the phones otherwise take the trainer's CPU.
+    min_updates_per_episode: float | None = None
+    collect_slack: int = 32
     greedy: bool = False  # phones take the argmax instead of sampling (evaluation runs)
     max_batch: int = 32  # PolicyAgent: decisions batched into one decide()
     farm_id: str = "local"  # recorded on the EpisodeRecords
@@ -131,6 +139,7 @@ class LearnerStats:
     last_metrics: dict[str, float] = field(default_factory=dict)
     eval_rounds: int = 0
     eval_episodes: int = 0  # played in evaluation rounds (never learned from)
+    collect_wait_s: float = 0.0  # phone-seconds spent waiting for the trainer (throttle)
 
 
 class LearningProvider:
@@ -213,6 +222,11 @@ class LocalLearner:
                 cfg.max_updates_per_episode is not None and cfg.max_updates_per_episode <= 0):
             raise ValueError("publish_every ≥ 1, updates_per_round ≥ 0, window ≥ 1 and "
                              "max_updates_per_episode > 0 are required")
+        low, high = cfg.min_updates_per_episode, cfg.max_updates_per_episode
+        if low is not None and (low <= 0 or cfg.collect_slack < 0 or (
+                high is not None and low > high)):
+            raise ValueError("min_updates_per_episode must be > 0 and ≤ "
+                             "max_updates_per_episode, with collect_slack ≥ 0")
         self.provider = LearningProvider(trainer.policy, trainer.version, greedy=cfg.greedy,
                                          max_batch=cfg.max_batch, seed=seed)
         self.sink = LearningSink(self)
@@ -225,10 +239,13 @@ class LocalLearner:
         self._stop = asyncio.Event()
         self._t0 = time.monotonic()
         self._round_lock = asyncio.Lock()
+        self._trained = asyncio.Condition()  # notified after every update attempt
         if cfg.schedule == "rounds":
             self.provider.before_episode = self._train_round
         elif cfg.schedule != "concurrent":
             raise ValueError(f"unknown schedule {cfg.schedule!r} (concurrent | rounds)")
+        elif low is not None:
+            self.provider.before_episode = self._wait_for_trainer
 
     # -- what the sink sees ------------------------------------------------------------------
     def _on_episode(self, traj: Trajectory, meta: EpisodeMeta) -> None:
@@ -283,10 +300,30 @@ class LocalLearner:
             return False
         finally:
             self.stats.update_s += time.perf_counter() - t0
+            async with self._trained:
+                self._trained.notify_all()
         self.stats.updates += 1
         self.stats.last_metrics = dict(metrics)
         self._updated.set()
         return True
+
+    def _collection_ahead(self) -> bool:
+        """concurrent with ``min_updates_per_episode``: the phones are more than
+        ``collect_slack`` episodes ahead of what the trainer has consumed. Never while the
+        trainer is not ready (it needs episodes for that), nor after :meth:`stop`; failed
+        updates count as made, so a broken trainer cannot hold the phones forever."""
+        low, st = self.config.min_updates_per_episode, self.stats
+        if low is None or self._stop.is_set() or not self.trainer.ready():
+            return False
+        return st.updates + st.errors < low * (st.learnable - self.config.collect_slack)
+
+    async def _wait_for_trainer(self) -> None:
+        t0 = time.perf_counter()
+        async with self._trained:
+            while self._collection_ahead():  # woken by an update; the timeout sees stop()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._trained.wait(), self.config.idle_s)
+        self.stats.collect_wait_s += time.perf_counter() - t0
 
     def _publish(self) -> None:
         self.provider.publish(self.trainer.policy.weights(), self.trainer.version)

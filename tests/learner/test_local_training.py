@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -153,6 +154,98 @@ async def test_replay_ratio_bounds_the_updates() -> None:
     assert 1 <= learner.stats.updates <= 2  # 8 episodes × 0.25, though REINFORCE was ready
     with pytest.raises(ValueError, match="max_updates_per_episode"):
         LocalLearner(trainer, LocalLearnerConfig(max_updates_per_episode=0))
+
+
+class GatedTrainer(Reinforce):
+    """Ready from the first episode; each update waits for a permit (``allow``), or raises
+    while ``failing`` — the trainer's pace is the test's to set."""
+
+    def __init__(self, policy: TrainablePolicy) -> None:
+        super().__init__(policy, batch=1)
+        self.permits = threading.Semaphore(0)
+        self.failing = False
+
+    def allow(self, n: int = 1) -> None:
+        self.permits.release(n)
+
+    def update(self) -> dict[str, float]:
+        self.permits.acquire()
+        if self.failing:
+            raise RuntimeError("broken trainer")
+        self.buf = self.buf[-1:]  # stays ready
+        self.version += 1
+        return {}
+
+
+async def _returns(aw: Any, within: float = 10.0) -> bool:
+    task = asyncio.ensure_future(aw)
+    done, _ = await asyncio.wait({task}, timeout=within)
+    if not done:
+        task.cancel()
+    return bool(done)
+
+
+async def test_min_replay_ratio_holds_phones_until_the_trainer_catches_up() -> None:
+    policy = UITreePolicy.from_config(SMALL)
+    trainer = GatedTrainer(policy)
+    learner = LocalLearner(trainer, LocalLearnerConfig(
+        min_updates_per_episode=0.5, collect_slack=2, idle_s=0.01))
+    get = learner.provider.policy_for
+    async with learner.running():
+        try:
+            for n in range(2):  # within the slack: phones never wait
+                await learner.sink.put(*episode(policy, EpisodeStatus.FAILURE, n))
+            assert await _returns(get(None, None), 1)  # type: ignore[arg-type]
+            for n in range(2, 6):  # 6 episodes, 0 updates: 0.5 × (6 − 2) = 2 are owed
+                await learner.sink.put(*episode(policy, EpisodeStatus.FAILURE, n))
+            waiting = asyncio.ensure_future(get(None, None))  # type: ignore[arg-type]
+            await asyncio.sleep(0.2)
+            assert not waiting.done(), "a phone starts while the trainer is 2 updates behind"
+            trainer.allow()
+            await asyncio.sleep(0.2)
+            assert not waiting.done() and learner.stats.updates == 1
+            trainer.allow()
+            assert await _returns(waiting), "2 updates for 6 episodes: the phone goes on"
+            assert learner.stats.collect_wait_s > 0.3
+            # a broken trainer cannot hold the phones: failed updates count as made
+            for n in range(6, 10):
+                await learner.sink.put(*episode(policy, EpisodeStatus.FAILURE, n))
+            waiting = asyncio.ensure_future(get(None, None))  # type: ignore[arg-type]
+            await asyncio.sleep(0.2)
+            assert not waiting.done()
+            trainer.failing = True
+            trainer.allow(2)
+            assert await _returns(waiting) and learner.stats.errors == 2
+            # nor can stop(): phones waiting then are let go
+            trainer.failing = False
+            for n in range(10, 20):
+                await learner.sink.put(*episode(policy, EpisodeStatus.FAILURE, n))
+            waiting = asyncio.ensure_future(get(None, None))  # type: ignore[arg-type]
+            await asyncio.sleep(0.2)
+            assert not waiting.done()
+            learner.stop()
+            assert await _returns(waiting)
+        finally:
+            trainer.allow(100)  # the update thread in flight ends
+    for bad in ({"min_updates_per_episode": 0.0},
+                {"min_updates_per_episode": 0.6, "max_updates_per_episode": 0.5},
+                {"min_updates_per_episode": 0.5, "collect_slack": -1}):
+        with pytest.raises(ValueError, match="min_updates_per_episode"):
+            LocalLearner(trainer, LocalLearnerConfig(**bad))  # type: ignore[arg-type]
+
+
+async def test_no_min_replay_ratio_never_holds_phones() -> None:
+    policy = UITreePolicy.from_config(SMALL)
+    trainer = GatedTrainer(policy)
+    learner = LocalLearner(trainer, LocalLearnerConfig(idle_s=0.01))
+    async with learner.running():
+        try:
+            for n in range(20):
+                await learner.sink.put(*episode(policy, EpisodeStatus.FAILURE, n))
+            assert await _returns(learner.provider.policy_for(None, None), 1)  # type: ignore[arg-type]
+        finally:
+            trainer.allow(100)
+    assert learner.stats.collect_wait_s == 0
 
 
 async def test_rounds_schedule_trains_between_rounds() -> None:
