@@ -220,7 +220,8 @@ async def run_arm(arm: str, seed: int, sft: Path, reg: DeviceRegistry, tasks: li
         schedule="rounds" if mode == "sync" else "concurrent",
         updates_per_round=opts.updates_per_round, torch_threads=opts.torch_threads,
         max_updates_per_episode=opts.replay_ratio or None,
-        min_updates_per_episode=opts.min_replay_ratio or None, eval_every_s=opts.eval_every,
+        min_updates_per_episode=None if mode == "sync" else opts.min_replay_ratio or None,
+        eval_every_s=opts.eval_every,
         eval_episodes_per_task=opts.eval_episodes, eval_seed=opts.eval_seed),
         seed=seed, eval_registry=eval_reg or reg, eval_tasks=tasks)
     t0 = time.monotonic()
@@ -561,9 +562,11 @@ def main() -> None:
     ap.add_argument("--min-episodes", type=int, default=32)
     ap.add_argument("--replay-ratio", type=float, default=0.5,
                     help="async arms: at most this many updates per new episode (0: unbounded)")
-    ap.add_argument("--min-replay-ratio", type=float, default=0.0,
+    ap.add_argument("--min-replay-ratio", type=float, default=None,
                     help="async arms: phones wait at an episode's start while the trainer has "
-                         "made fewer updates per episode than this (0: never wait)")
+                         "made fewer updates per episode than this (default: --replay-ratio, "
+                         "which pins the ratio at the sync arm's 0.5 on shared cores; 0: "
+                         "phones never wait, the setting of runs before this flag)")
     ap.add_argument("--updates-per-round", type=int, default=4, help="sync arm")
     ap.add_argument("--torch-threads", type=int, default=1)
     ap.add_argument("--print-every", type=float, default=60.0)
@@ -580,6 +583,11 @@ def main() -> None:
     if opts.eval_phones < 0 or opts.phones < 1 or opts.duration <= 0 or opts.eval_every <= 0:
         ap.error("--phones ≥ 1, --eval-phones ≥ 0, --duration > 0 and --eval-every > 0 "
                  "are required")
+    if opts.min_replay_ratio is None:
+        opts.min_replay_ratio = opts.replay_ratio
+    low, high = opts.min_replay_ratio, opts.replay_ratio
+    if low < 0 or (high and low > high):
+        ap.error("--min-replay-ratio must be ≥ 0 and at most --replay-ratio")
     logging.basicConfig(level=logging.WARNING)
     opts.out = str(Path(opts.out).resolve())
     Path(opts.out).mkdir(parents=True, exist_ok=True)

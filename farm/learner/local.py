@@ -224,9 +224,10 @@ class LocalLearner:
                              "max_updates_per_episode > 0 are required")
         low, high = cfg.min_updates_per_episode, cfg.max_updates_per_episode
         if low is not None and (low <= 0 or cfg.collect_slack < 0 or (
-                high is not None and low > high)):
+                high is not None and low > high) or cfg.schedule != "concurrent"):
             raise ValueError("min_updates_per_episode must be > 0 and ≤ "
-                             "max_updates_per_episode, with collect_slack ≥ 0")
+                             "max_updates_per_episode, with collect_slack ≥ 0, on the "
+                             "concurrent schedule (rounds pace themselves)")
         self.provider = LearningProvider(trainer.policy, trainer.version, greedy=cfg.greedy,
                                          max_batch=cfg.max_batch, seed=seed)
         self.sink = LearningSink(self)

@@ -229,7 +229,8 @@ async def test_min_replay_ratio_holds_phones_until_the_trainer_catches_up() -> N
             trainer.allow(100)  # the update thread in flight ends
     for bad in ({"min_updates_per_episode": 0.0},
                 {"min_updates_per_episode": 0.6, "max_updates_per_episode": 0.5},
-                {"min_updates_per_episode": 0.5, "collect_slack": -1}):
+                {"min_updates_per_episode": 0.5, "collect_slack": -1},
+                {"min_updates_per_episode": 0.5, "schedule": "rounds"}):
         with pytest.raises(ValueError, match="min_updates_per_episode"):
             LocalLearner(trainer, LocalLearnerConfig(**bad))  # type: ignore[arg-type]
 
@@ -316,3 +317,36 @@ async def test_aride_on_two_sim_phones_learns_an_easy_task(registry: DeviceRegis
     assert learner.stats.finished >= 48, learner.stats
     assert learner.stats.updates > 0 and learner.provider.version > 0
     assert learner.success_rate >= first + 0.25, (first, learner.success_rate, learner.stats)
+
+
+class SlowReinforce(Reinforce):
+    """REINFORCE that takes 0.4 s an update: at 0.5 updates per episode, a trainer that
+    needs well over half the time two sim phones take (~10 episodes/s on a busy core)."""
+
+    def update(self) -> dict[str, float]:
+        time.sleep(0.4)
+        return super().update()
+
+
+@pytest.mark.sim(count=2)
+async def test_min_replay_ratio_paces_real_phones_to_the_trainer(
+        registry: DeviceRegistry) -> None:
+    """Two sim phones and the collector as the bench runs them: with the band pinned at
+    0.5 updates per episode, the phones never run more than the slack (and the episodes
+    in flight) ahead of the trainer — and they did wait for it."""
+    task = TaskRegistry.discover().get("settings.open_display")
+    policy = UITreePolicy.from_config({**SMALL, "seed": 0})
+    slack, phones = 4, 2
+    learner = LocalLearner(SlowReinforce(policy, batch=1), LocalLearnerConfig(
+        min_updates_per_episode=0.5, max_updates_per_episode=0.5, collect_slack=slack,
+        idle_s=0.01))
+    col = Collector(registry, TaskSampler([task], seed=0), learner.provider, learner.sink,
+                    CollectorConfig(mode="async", duration_s=8))
+    async with learner.running():
+        await col.run()
+    st = learner.stats
+    assert st.finished >= 12 and st.updates >= 4, st
+    assert st.collect_wait_s > 2.0, st
+    for p in learner.history:  # recorded at every finished episode
+        assert p.episodes <= p.updates / 0.5 + slack + phones, (p, st)
+    assert st.updates <= 0.5 * st.learnable + 1  # and the cap still holds
