@@ -241,6 +241,9 @@ class LocalLearner:
         self._t0 = time.monotonic()
         self._round_lock = asyncio.Lock()
         self._trained = asyncio.Condition()  # notified after every update attempt
+        # trainer.ready() as the training loop last saw it: the phones' pacing reads this,
+        # never the trainer, which an update may be changing in its worker thread
+        self._ready = False
         if cfg.schedule == "rounds":
             self.provider.before_episode = self._train_round
         elif cfg.schedule != "concurrent":
@@ -299,14 +302,18 @@ class LocalLearner:
             self.stats.errors += 1
             log.exception("trainer update failed")
             return False
+        else:
+            self.stats.updates += 1
+            self.stats.last_metrics = dict(metrics)
+            self._updated.set()
         finally:
             self.stats.update_s += time.perf_counter() - t0
-            async with self._trained:
-                self._trained.notify_all()
-        self.stats.updates += 1
-        self.stats.last_metrics = dict(metrics)
-        self._updated.set()
+            await self._notify_trained()  # after the counters moved (errors: above)
         return True
+
+    async def _notify_trained(self) -> None:
+        async with self._trained:
+            self._trained.notify_all()
 
     def _collection_ahead(self) -> bool:
         """concurrent with ``min_updates_per_episode``: the phones are more than
@@ -314,7 +321,7 @@ class LocalLearner:
         trainer is not ready (it needs episodes for that), nor after :meth:`stop`; failed
         updates count as made, so a broken trainer cannot hold the phones forever."""
         low, st = self.config.min_updates_per_episode, self.stats
-        if low is None or self._stop.is_set() or not self.trainer.ready():
+        if low is None or self._stop.is_set() or not self._ready:
             return False
         return st.updates + st.errors < low * (st.learnable - self.config.collect_slack)
 
@@ -440,7 +447,8 @@ class LocalLearner:
         while not self._stop.is_set():
             self._drain()
             ratio = self.config.max_updates_per_episode
-            if not self.trainer.ready() or (
+            self._ready = self.trainer.ready()
+            if not self._ready or (
                     ratio is not None and self.stats.updates >= ratio * self.stats.learnable):
                 self._arrived.clear()
                 with contextlib.suppress(TimeoutError):
