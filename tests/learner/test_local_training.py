@@ -240,8 +240,8 @@ async def test_no_min_replay_ratio_never_holds_phones() -> None:
     trainer = GatedTrainer(policy)
     learner = LocalLearner(trainer, LocalLearnerConfig(idle_s=0.01))
     async with learner.running():
-        try:
-            for n in range(20):
+        try:  # beyond the default slack (32): with pacing on by default, this would wait
+            for n in range(40):
                 await learner.sink.put(*episode(policy, EpisodeStatus.FAILURE, n))
             assert await _returns(learner.provider.policy_for(None, None), 1)  # type: ignore[arg-type]
         finally:
