@@ -126,7 +126,10 @@ async def test_a_private_adb_server_adopts_no_emulator_it_was_not_told_of(
             await asyncio.sleep(1.5)  # the scan runs right after the server starts
             assert await devices(adb) == {}
             assert await register_with_adb(adb.port, farm.phones[0].port)
+            # adb lists a newly registered emulator as "offline" until its CNXN
+            # handshake is done (slow on a loaded machine): wait for the settled state
+            serial = farm.serials[0]
             async with asyncio.timeout(20):
-                while not await devices(adb):  # noqa: ASYNC110 - polls adb's list
+                while (await devices(adb)).get(serial) != "device":  # noqa: ASYNC110
                     await asyncio.sleep(0.2)
-            assert await devices(adb) == {farm.serials[0]: "device"}
+            assert await devices(adb) == {serial: "device"}
