@@ -464,9 +464,41 @@ async def main_async(opts: argparse.Namespace) -> None:
     print(f"  wrote {out / 'results.json'}")
 
 
+def merged_runs(sources: list[str]) -> list[ArmRun]:
+    """The runs of earlier ``--out`` directories; ``DIR:ARM,ARM`` keeps only those arms of
+    DIR (e.g. the sync run of a directory whose async run was later re-run). Two runs of
+    one arm and seed would both count in its figures, so they are refused."""
+    runs: list[ArmRun] = []
+    origin: dict[tuple[str, int], str] = {}
+    for src in sources:
+        folder, _, only = src.partition(":")
+        keep = {a for a in only.split(",") if a}
+        if bad := keep - set(ARMS):
+            raise ValueError(f"{src}: no arm {', '.join(sorted(bad))} "
+                             f"(arms: {', '.join(ARMS)})")
+        path = Path(folder) / "results.json"
+        try:
+            found = json.loads(path.read_text())["runs"]
+        except (OSError, ValueError, KeyError) as exc:
+            raise ValueError(f"{path}: not a training_efficiency result ({exc})") from exc
+        for r in found:
+            try:
+                run = ArmRun(**r)
+            except TypeError as exc:
+                raise ValueError(f"{path}: a run this script cannot read ({exc})") from exc
+            if keep and run.arm not in keep:
+                continue
+            if (run.arm, run.seed) in origin:
+                raise ValueError(f"{run.arm} seed {run.seed} is in both "
+                                 f"{origin[run.arm, run.seed]} and {folder}: keep one "
+                                 f"with DIR:ARM,…")
+            origin[run.arm, run.seed] = folder
+            runs.append(run)
+    return runs
+
+
 def merge(opts: argparse.Namespace) -> None:
-    runs = [ArmRun(**r) for d in opts.merge
-            for r in json.loads((Path(d) / "results.json").read_text())["runs"]]
+    runs = merged_runs(opts.merge)
     out = Path(opts.out)
     out.mkdir(parents=True, exist_ok=True)
     summary = summarise(runs, opts)
@@ -575,10 +607,14 @@ def main() -> None:
     ap.add_argument("--out", default="bench/results/training_efficiency")
     ap.add_argument("--merge", nargs="+", metavar="DIR", default=None,
                     help="only summarise and plot the runs in these earlier --out directories "
-                         "together (e.g. seeds run separately) into --out")
+                         "together (e.g. seeds run separately) into --out; DIR:ARM,ARM takes "
+                         "only those arms of DIR")
     opts = ap.parse_args()
     if opts.merge:
-        merge(opts)
+        try:
+            merge(opts)
+        except ValueError as exc:
+            ap.error(f"--merge: {exc}")
         return
     if opts.eval_phones < 0 or opts.phones < 1 or opts.duration <= 0 or opts.eval_every <= 0:
         ap.error("--phones ≥ 1, --eval-phones ≥ 0, --duration > 0 and --eval-every > 0 "

@@ -4,9 +4,14 @@ suite mean hides) and the bars, whose pairs of runs share a seed (one SFT start)
 from __future__ import annotations
 
 import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
-from bench.training_efficiency import ArmRun, summarise, task_gaps
+import pytest
+
+from bench.training_efficiency import ArmRun, merged_runs, summarise, task_gaps
 
 
 def _run(arm: str, seed: int, by_task: dict[str, float]) -> ArmRun:
@@ -53,3 +58,26 @@ def test_sync_bars_pair_runs_by_seed_not_by_order(capsys: Any) -> None:
     # seed 3 reaches sync's last round (0.75) at 300 s of 600; seed 0 its 0.5 at 0 s
     assert fast["values"] == [0.5, 0.0] and fast["pass"]  # a mean of 0.25 ≤ ⅓
     capsys.readouterr()
+
+
+def _results(folder: Path, *runs: ArmRun) -> str:
+    folder.mkdir()
+    (folder / "results.json").write_text(json.dumps({"runs": [asdict(r) for r in runs]}))
+    return str(folder)
+
+
+def test_merge_keeps_named_arms_and_refuses_a_run_counted_twice(tmp_path: Path) -> None:
+    # a directory's async run was re-run elsewhere: merging both would count seed 3 twice
+    old = _results(tmp_path / "old", _run("digirl-async", 3, {"a": 0.9}),
+                   _run("digirl-sync", 3, {"a": 0.8}))
+    new = _results(tmp_path / "new", _run("digirl-async", 3, {"a": 0.7}),
+                   _run("aride", 3, {"a": 0.75}))
+    with pytest.raises(ValueError, match="digirl-async seed 3 is in both"):
+        merged_runs([old, new])
+    runs = merged_runs([f"{old}:digirl-sync", new])
+    assert sorted((r.arm, r.final) for r in runs) == [
+        ("aride", 0.75), ("digirl-async", 0.7), ("digirl-sync", 0.8)]
+    with pytest.raises(ValueError, match="no arm nope"):
+        merged_runs([f"{old}:nope"])
+    with pytest.raises(ValueError, match="not a training_efficiency result"):
+        merged_runs([str(tmp_path / "missing")])
