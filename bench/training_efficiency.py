@@ -471,7 +471,9 @@ def merged_runs(sources: list[str]) -> list[ArmRun]:
     runs: list[ArmRun] = []
     origin: dict[tuple[str, int], str] = {}
     for src in sources:
-        folder, _, only = src.partition(":")
+        folder, sep, only = src.rpartition(":")
+        if not sep or Path(src).is_dir():  # a directory whose name has a colon
+            folder, only = src, ""
         keep = {a for a in only.split(",") if a}
         if bad := keep - set(ARMS):
             raise ValueError(f"{src}: no arm {', '.join(sorted(bad))} "

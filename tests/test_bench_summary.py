@@ -81,3 +81,6 @@ def test_merge_keeps_named_arms_and_refuses_a_run_counted_twice(tmp_path: Path) 
         merged_runs([f"{old}:nope"])
     with pytest.raises(ValueError, match="not a training_efficiency result"):
         merged_runs([str(tmp_path / "missing")])
+    odd = _results(tmp_path / "run:2", _run("aride", 0, {"a": 1.0}))  # a colon in the path
+    assert [r.arm for r in merged_runs([odd])] == ["aride"]
+    assert merged_runs([f"{odd}:digirl-sync"]) == []
