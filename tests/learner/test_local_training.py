@@ -320,11 +320,12 @@ async def test_aride_on_two_sim_phones_learns_an_easy_task(registry: DeviceRegis
 
 
 class SlowReinforce(Reinforce):
-    """REINFORCE that takes 0.4 s an update: at 0.5 updates per episode, a trainer that
-    needs well over half the time two sim phones take (~10 episodes/s on a busy core)."""
+    """REINFORCE that takes 0.8 s an update: at 0.5 updates per episode it lets the phones
+    finish 2.5 episodes/s, well under what two sim phones manage even on a loaded machine
+    (~10 episodes/s on a busy core), so they must wait for it."""
 
     def update(self) -> dict[str, float]:
-        time.sleep(0.4)
+        time.sleep(0.8)
         return super().update()
 
 
