@@ -48,10 +48,36 @@ def free_base_port(n: int) -> int:
                 s.close()
 
 
+PORT_RACE = "cannot listen on ports"  # `sim serve`'s message when a port was taken
+PORT_TRIES = 5
+
+
 @contextmanager
 def phones_in_child(count: int, *, profile: str = "instant", screen: str = "phone",
                     seed: int = 0) -> Iterator[dict[str, Any]]:
-    """Run ``distrl sim serve`` in a child process; yield its state (pid, phones …)."""
+    """Run ``distrl sim serve`` in a child process; yield its state (pid, phones …).
+
+    The ports are probed free here but bound by the child, so another process (a bench
+    run beside this one, an adb server) can take one in between: the child then exits
+    saying so, and it is started again on fresh ports, up to ``PORT_TRIES`` times."""
+    for attempt in range(1, PORT_TRIES + 1):
+        try:
+            proc, state = _start_sim_serve(count, profile, screen, seed)
+            break
+        except RuntimeError as exc:
+            if PORT_RACE not in str(exc) or attempt == PORT_TRIES:
+                raise
+    try:
+        yield state
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+def _start_sim_serve(count: int, profile: str, screen: str, seed: int
+                     ) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+    """One ``sim serve`` child on a free port range and its state once it is up; raises
+    RuntimeError with the child's stderr if it exits (or hangs) before that."""
     state_dir = tempfile.mkdtemp(prefix="distrl-bench-")
     env = {**os.environ, "DISTRL_STATE_DIR": state_dir}
     base = free_base_port(count)
@@ -73,8 +99,4 @@ def phones_in_child(count: int, *, profile: str = "instant", screen: str = "phon
             proc.wait(timeout=20)
             raise RuntimeError(f"sim serve failed: {err_path.read_text(errors='replace')}")
         time.sleep(0.05)
-    try:
-        yield json.loads(state_file.read_text())
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+    return proc, json.loads(state_file.read_text())
