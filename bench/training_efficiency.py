@@ -187,6 +187,7 @@ def make_trainer(algo: str, policy: Any, opts: argparse.Namespace, seed: int) ->
             traj_filter_quantile=opts.aride_filter, traj_filter_mode=opts.aride_filter_mode,
             normalize_advantage=opts.normalize_advantage,
             advantage_floor=opts.advantage_floor, sil_coef=opts.sil_coef,
+            binarize_advantage=opts.binarize_advantage,
             alpha=opts.priority_alpha, seed=seed, **horizon))
     from distrl_sdk.learn.digirl import DigiRLConfig, DigiRLTrainer
 
@@ -586,6 +587,10 @@ def main() -> None:
                     help="A-RIDE: advantages below this are raised to it in the actor loss "
                          "(0: only better-than-expected actions pull; 'none': the signed "
                          "advantage; default: the UI-tree learner's)")
+    ap.add_argument("--binarize-advantage", action=argparse.BooleanOptionalAction,
+                    default=LEARNER.get("binarize_advantage", False),
+                    help="A-RIDE: the actor weighs a step by 1[A > 0] (DigiRL's and the "
+                         "released code's weights), not by the advantage's size")
     ap.add_argument("--sil-coef", type=float, default=LEARNER["sil_coef"],
                     help="A-RIDE: weight of the self-imitation term −(G − V)₊·log π on "
                          "replayed steps (0 = off; default: the UI-tree learner's)")

@@ -29,9 +29,14 @@ Step rewards enter as r_t − ``step_cost`` (0 by default).
    Trajectory critic (Monte Carlo BCE on the final reward r_τ ∈ [0, 1]):
        L_traj = −E_ν[ w_τ (r_τ log V_traj(g) + (1 − r_τ) log(1 − V_traj(g))) ]
 
-4. Off-policy-corrected advantage (real-valued, never binarised):
+4. Off-policy-corrected advantage (real-valued by default):
        A_t = r_t + γ v_{t+1} − V(s_t)                   (v_{H+1} = 0)
-   optionally normalised over the batch's steps (``normalize_advantage``).
+   optionally normalised over the batch's steps (``normalize_advantage``), floored
+   (``advantage_floor``), or binarised to 1[A_t > 0] (``binarize_advantage``, as DigiRL
+   and the released DistRL code weight their actors): every step that did better than
+   V expected then pulls equally, however far the discount and the critic's bootstrap
+   have shrunk its advantage — a success at the end of a long task pulls its early
+   steps as hard as a one-step task's.
 
 5. Actor, with ρ̄_t = min(ρ_max, ρ_t) and β_eff = β + b (b ≥ 0, see below):
        L_π = −E_ν[ w_τ f_τ ρ̄_t A_t log π(a_t|s_t) ] − β_eff E_ν[ w_τ H(π(·|s_t)) ]
@@ -124,7 +129,7 @@ class ARIDEConfig:
     ``traj_filter_mode`` and ``traj_filter_sample``. Self-imitation: ``sil_coef``.
     Stability: ``step_cost`` (subtracted from every step reward), ``entropy_target`` H*
     with ``entropy_coef_lr`` η and ``entropy_coef_max`` (adaptive β floor; None = fixed
-    β), ``normalize_advantage``, ``advantage_floor``."""
+    β), ``normalize_advantage``, ``advantage_floor``, ``binarize_advantage``."""
 
     gamma: float = 0.9  # γ discount (code: 0.5, tuned for 10-step AitW episodes)
     trace_lambda: float = 1.0  # λ in c = λ·min(c̄, ρ) (code: fixed 1; Munos et al. 2016: 1)
@@ -146,6 +151,9 @@ class ARIDEConfig:
     # A ← max(A, floor) in the actor loss: 0 moves π only toward actions that did better
     # than V expected (as AWR's positive weights do); None: the real-valued advantage
     advantage_floor: float | None = None
+    # A ← 1[A > 0] in the actor loss (DigiRL's and the released code's weights): the sign
+    # of the off-policy-corrected advantage, not its size; the floor is then moot
+    binarize_advantage: bool = False
     # ν: weight of the self-imitation term −(G_t − V(s_t))₊·log π (0 = off)
     sil_coef: float = 0.0
     traj_filter_quantile: float = 0.0  # q; 0 = no filter (code's actor buffer: 0.9)
@@ -617,6 +625,8 @@ class ARIDETrainer(ActorCriticState):
             adv = _normalise(adv, batch.mask)
         if cfg.advantage_floor is not None:
             adv = adv.clamp(min=cfg.advantage_floor) * batch.mask
+        if cfg.binarize_advantage:
+            adv = (adv > 0).float() * batch.mask
         sil = ((discounted_returns(rewards, batch.mask, cfg.gamma) - values)
                .clamp(min=0) * batch.mask) if cfg.sil_coef > 0 else None
         self.timings["retrace"] += time.perf_counter() - t0

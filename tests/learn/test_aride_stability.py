@@ -131,6 +131,30 @@ def test_advantage_floor_stops_only_the_push_away_from_worse_actions() -> None:
     assert grads[(0.0, 1.0)] == pytest.approx(grads[(None, 1.0)], abs=1e-7) != 0.0
 
 
+def test_binarized_advantage_pulls_by_its_sign_not_its_size() -> None:
+    """binarize_advantage: one step that did better than V expected (A = 1 − 0.75 with a
+    step cost, V ≡ 0) pulls log π with weight 1 instead of 0.75; one that did worse
+    (A = −0.25) does not move it, as with the floor at 0."""
+    grads: dict[tuple[bool, float], float] = {}
+    for binary in (False, True):
+        for reward in (0.0, 1.0):
+            policy = TablePolicy(1, p_good=[0.5], probe=True)
+            tr = ARIDETrainer(policy, ARIDEConfig(
+                binarize_advantage=binary, step_cost=0.25, critic_lr=0.0, actor_lr=0.0,
+                entropy_coef=0.0, entropy_target=None, min_episodes=1, batch_episodes=1,
+                refresh_every=0))
+            with torch.no_grad():
+                for p in tr.critic.parameters():
+                    p.zero_()
+            tr.add_episode(episode([step(0, GOOD, reward, math.log(0.5))], reward=reward))
+            stats = tr.update()
+            grads[(binary, reward)] = policy.last_grads()[0][1]
+            if binary:
+                assert stats["mean_advantage"] == reward  # the share of steps with A > 0
+    assert grads[(True, 1.0)] == pytest.approx(grads[(False, 1.0)] / 0.75, rel=1e-5) != 0.0
+    assert grads[(False, 0.0)] != 0.0 and grads[(True, 0.0)] == pytest.approx(0.0, abs=1e-7)
+
+
 def test_self_imitation_pulls_only_steps_of_episodes_that_beat_the_critic() -> None:
     """sil_coef = 1 with V ≡ 0: a success (G = 1 > V) adds (G − V)·∂log π to the actor's
     pull — the policy-gradient term's own size here (A = 1, ρ = 1), so the gradient
