@@ -187,7 +187,7 @@ def make_trainer(algo: str, policy: Any, opts: argparse.Namespace, seed: int) ->
             traj_filter_quantile=opts.aride_filter, traj_filter_mode=opts.aride_filter_mode,
             normalize_advantage=opts.normalize_advantage,
             advantage_floor=opts.advantage_floor, sil_coef=opts.sil_coef,
-            binarize_advantage=opts.binarize_advantage,
+            binarize_advantage=opts.binarize_advantage, max_policy_lag=opts.max_policy_lag,
             alpha=opts.priority_alpha, seed=seed, **horizon))
     from distrl_sdk.learn.digirl import DigiRLConfig, DigiRLTrainer
 
@@ -513,7 +513,8 @@ def merge(opts: argparse.Namespace) -> None:
         print(f"  wrote {out / 'training_efficiency.png'}")
 
 
-def main() -> None:
+def build_parser() -> argparse.ArgumentParser:
+    """The bench's command line; its RL knobs default to the UI-tree learner's settings."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--arms", nargs="+", default=[a for a in ARMS if a != "aride-sync"],
                     choices=list(ARMS))
@@ -597,6 +598,10 @@ def main() -> None:
     ap.add_argument("--priority-alpha", type=float, default=LEARNER["alpha"],
                     help="A-RIDE: priority exponent α of replay sampling (0: uniform, "
                          "every IS weight 1; default: the UI-tree learner's)")
+    ap.add_argument("--max-policy-lag", type=lambda v: None if v == "none" else int(v),
+                    default=LEARNER["max_policy_lag"],
+                    help="A-RIDE: K, episodes more than K versions old leave replay "
+                         "('none': no bound; default: the UI-tree learner's)")
     ap.add_argument("--batch", type=int, default=16, help="episodes per update")
     ap.add_argument("--min-episodes", type=int, default=32)
     ap.add_argument("--replay-ratio", type=float, default=0.5,
@@ -616,6 +621,11 @@ def main() -> None:
                     help="only summarise and plot the runs in these earlier --out directories "
                          "together (e.g. seeds run separately) into --out; DIR:ARM,ARM takes "
                          "only those arms of DIR")
+    return ap
+
+
+def main() -> None:
+    ap = build_parser()
     opts = ap.parse_args()
     if opts.merge:
         try:

@@ -518,6 +518,23 @@ def test_the_ui_tree_policy_gets_the_measured_trainer_settings_by_default() -> N
     assert ARIDEConfig().advantage_floor is None  # … with the paper's signed advantage
 
 
+@pytest.mark.parametrize("algorithm", ["aride", "digirl"])
+def test_the_benchmarks_trainers_are_the_learners_by_default(algorithm: str) -> None:
+    """bench/training_efficiency.py's figures stand for `distrl learner`'s: with no flag
+    its trainers carry every setting the UI-tree learner sets (the bench once kept the
+    paper's lag bound K = 50 where the learner's is 1000)."""
+    from bench.training_efficiency import build_parser, make_trainer
+    from distrl_sdk.policies import build_policy
+    from farm.learner.service import KIND_ALGO_DEFAULTS, LearnerConfig, default_trainer
+
+    policy = build_policy("uitree", {"seed": 0})
+    bench = make_trainer(algorithm, policy, build_parser().parse_args([]), 0)
+    learner = default_trainer(policy, LearnerConfig(algorithm=algorithm))
+    keys = KIND_ALGO_DEFAULTS["uitree"][algorithm]
+    assert {k: getattr(bench.config, k) for k in keys} \
+        == {k: getattr(learner.config, k) for k in keys}  # type: ignore[attr-defined]
+
+
 def test_the_dedupe_watermark_survives_a_checkpoint(tmp_path: Path) -> None:
     """The learner's ids, their ages and the watermark go into the checkpoint's
     seen_ids.txt and come back on restore (the subscriber shares the same memory)."""
