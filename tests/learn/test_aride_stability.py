@@ -132,7 +132,7 @@ def test_advantage_floor_stops_only_the_push_away_from_worse_actions() -> None:
 
 
 def test_binarized_advantage_pulls_by_its_sign_not_its_size() -> None:
-    """binarize_advantage: one step that did better than V expected (A = 1 − 0.75 with a
+    """binarize_advantage: one step that did better than V expected (A = 1 − 0.25 with a
     step cost, V ≡ 0) pulls log π with weight 1 instead of 0.75; one that did worse
     (A = −0.25) does not move it, as with the floor at 0."""
     grads: dict[tuple[bool, float], float] = {}
