@@ -113,20 +113,27 @@ def test_advantage_normalisation() -> None:
     assert tables[0] != tables[1]
 
 
+def _one_step_pull(reward: float, **config: object) -> tuple[float, dict[str, float]]:
+    """One update on a one-step episode (the good action, μ = 0.5) with both critics at
+    zero (V ≡ 0, so A = the step's own return) and nothing else moving: the gradient it
+    leaves on log π(good) and the update's stats."""
+    policy = TablePolicy(1, p_good=[0.5], probe=True)
+    tr = ARIDETrainer(policy, ARIDEConfig(
+        critic_lr=0.0, actor_lr=0.0, entropy_coef=0.0, entropy_target=None,
+        min_episodes=1, batch_episodes=1, refresh_every=0, **config))  # type: ignore[arg-type]
+    with torch.no_grad():
+        for p in tr.critic.parameters():
+            p.zero_()
+    tr.add_episode(episode([step(0, GOOD, reward, math.log(0.5))], reward=reward))
+    stats = tr.update()
+    return policy.last_grads()[0][1], stats
+
+
 def test_advantage_floor_stops_only_the_push_away_from_worse_actions() -> None:
     """advantage_floor = 0: a step that did worse than V expected (a failure, A < 0) no
     longer moves log π; one that did better (A > 0) moves it exactly as before."""
-    grads: dict[tuple[float | None, float], float] = {}
-    for floor in (None, 0.0):
-        for reward in (0.0, 1.0):
-            policy = TablePolicy(1, p_good=[0.5], probe=True)
-            tr = ARIDETrainer(policy, ARIDEConfig(
-                advantage_floor=floor, step_cost=0.25, critic_lr=0.0, actor_lr=0.0,
-                entropy_coef=0.0, entropy_target=None, min_episodes=1, batch_episodes=1,
-                refresh_every=0))
-            tr.add_episode(episode([step(0, GOOD, reward, math.log(0.5))], reward=reward))
-            tr.update()
-            grads[(floor, reward)] = policy.last_grads()[0][1]
+    grads = {(floor, reward): _one_step_pull(reward, advantage_floor=floor, step_cost=0.25)[0]
+             for floor in (None, 0.0) for reward in (0.0, 1.0)}
     assert grads[(None, 0.0)] != 0.0 and grads[(0.0, 0.0)] == pytest.approx(0.0, abs=1e-7)
     assert grads[(0.0, 1.0)] == pytest.approx(grads[(None, 1.0)], abs=1e-7) != 0.0
 
@@ -138,17 +145,8 @@ def test_binarized_advantage_pulls_by_its_sign_not_its_size() -> None:
     grads: dict[tuple[bool, float], float] = {}
     for binary in (False, True):
         for reward in (0.0, 1.0):
-            policy = TablePolicy(1, p_good=[0.5], probe=True)
-            tr = ARIDETrainer(policy, ARIDEConfig(
-                binarize_advantage=binary, step_cost=0.25, critic_lr=0.0, actor_lr=0.0,
-                entropy_coef=0.0, entropy_target=None, min_episodes=1, batch_episodes=1,
-                refresh_every=0))
-            with torch.no_grad():
-                for p in tr.critic.parameters():
-                    p.zero_()
-            tr.add_episode(episode([step(0, GOOD, reward, math.log(0.5))], reward=reward))
-            stats = tr.update()
-            grads[(binary, reward)] = policy.last_grads()[0][1]
+            grads[(binary, reward)], stats = _one_step_pull(
+                reward, binarize_advantage=binary, step_cost=0.25)
             if binary:
                 assert stats["mean_advantage"] == reward  # the share of steps with A > 0
     assert grads[(True, 1.0)] == pytest.approx(grads[(False, 1.0)] / 0.75, rel=1e-5) != 0.0
@@ -162,16 +160,7 @@ def test_self_imitation_pulls_only_steps_of_episodes_that_beat_the_critic() -> N
     grads: dict[tuple[float, float], float] = {}
     for sil in (0.0, 1.0):
         for reward in (0.0, 1.0):
-            policy = TablePolicy(1, p_good=[0.5], probe=True)
-            tr = ARIDETrainer(policy, ARIDEConfig(
-                sil_coef=sil, critic_lr=0.0, actor_lr=0.0, entropy_coef=0.0,
-                entropy_target=None, min_episodes=1, batch_episodes=1, refresh_every=0))
-            with torch.no_grad():
-                for p in tr.critic.parameters():
-                    p.zero_()
-            tr.add_episode(episode([step(0, GOOD, reward, math.log(0.5))], reward=reward))
-            stats = tr.update()
-            grads[(sil, reward)] = policy.last_grads()[0][1]
+            grads[(sil, reward)], stats = _one_step_pull(reward, sil_coef=sil)
             if sil:
                 assert stats["sil_share"] == reward
     assert grads[(1.0, 1.0)] == pytest.approx(2 * grads[(0.0, 1.0)], rel=1e-5) != 0.0
