@@ -20,6 +20,10 @@ replay. Per seed:
    - ``digirl-sync``    SFT + DigiRL-style, sync collection (barrier rounds; the baseline)
    - ``scratch``        A-RIDE from scratch (no SFT, prior and overlap feature off)
 
+   The phones share one latency ``--profile``, or form a mixed fleet: ``--slow-phones N``
+   of them on ``--slow-profile`` (default ``old-phone``), where a sync round waits for
+   the slowest phone while async phones never wait for each other.
+
 Figures (mean over seeds, with the seeds' spread): each arm's final held-out success —
 the final policy on ``--final-episodes`` test instances per task (default 5: 175
 episodes on the suite, where a periodic round's 35 leave ±16 points of noise);
@@ -68,6 +72,7 @@ from farm.learner import LocalLearner, LocalLearnerConfig
 from farm.learner.local import EvalPoint
 from farm.learner.service import DEMO_COEF, KIND_ALGO_DEFAULTS
 from farm.sim.adbhost import PrivateAdbServer, bundled_adb
+from farm.sim.profiles import PROFILES
 
 #: the RL arms' trainer settings are `distrl learner`'s own for the UI-tree policy, so a
 #: learner started by hand (and the demo) trains as the measured arms do
@@ -416,6 +421,23 @@ async def ready_registry(port: int, serials: list[str]) -> AsyncIterator[DeviceR
         yield reg
 
 
+def sim_fleet(stack: contextlib.ExitStack, opts: argparse.Namespace
+              ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The arms' sim phones (``--phones``, the last ``--slow-phones`` of them on
+    ``--slow-profile``) and the held-out rounds' own (``--eval-phones``), as ``sim serve``
+    lists them; the children stop when ``stack`` closes. The eval phones keep the main
+    profile: the fleet changes how fast an arm collects, not how its policy is judged."""
+    fast = opts.phones - opts.slow_phones
+    main = stack.enter_context(phones_in_child(fast + opts.eval_phones,
+                                               profile=opts.profile, seed=1))
+    phones, eval_phones = main["phones"][:fast], main["phones"][fast:]
+    if opts.slow_phones:
+        slow = stack.enter_context(phones_in_child(opts.slow_phones,
+                                                   profile=opts.slow_profile, seed=2))
+        phones = phones + slow["phones"]
+    return phones, eval_phones
+
+
 async def main_async(opts: argparse.Namespace) -> None:
     reg_all = TaskRegistry.discover()
     tasks = [t for t in reg_all if not opts.tag or opts.tag in t.tags]
@@ -426,16 +448,18 @@ async def main_async(opts: argparse.Namespace) -> None:
     selection = [a for t in tasks for a in ("--task", t.name)] \
         if (opts.tag or opts.tasks) else ["--all-tasks"]
     out = Path(opts.out)  # absolute (main): the CLI steps run from the repository root
-    print(f"training efficiency (held out): {len(tasks)} task families, {opts.phones} sim "
-          f"phones ({opts.profile}), arms {', '.join(opts.arms)}, seeds {opts.seeds}, "
-          f"{opts.duration:g} s per arm, evaluation every {opts.eval_every:g} s")
+    fast = opts.phones - opts.slow_phones
+    fleet = f"{opts.phones} sim phones ({opts.profile}" + (
+        f": {fast}, {opts.slow_profile}: {opts.slow_phones})" if opts.slow_phones else ")")
+    print(f"training efficiency (held out): {len(tasks)} task families, {fleet}, arms "
+          f"{', '.join(opts.arms)}, seeds {opts.seeds}, {opts.duration:g} s per arm, "
+          f"evaluation every {opts.eval_every:g} s")
     runs: list[ArmRun] = []
     with contextlib.ExitStack() as stack:
         adb = stack.enter_context(PrivateAdbServer(bundled_adb()))
-        child = stack.enter_context(phones_in_child(opts.phones + opts.eval_phones,
-                                                    profile=opts.profile, seed=1))
-        every = [p["serial"] for p in child["phones"]]
-        serials, eval_serials = every[:opts.phones], every[opts.phones:]
+        phones, eval_phones = sim_fleet(stack, opts)
+        serials = [p["serial"] for p in phones]
+        eval_serials = [p["serial"] for p in eval_phones]
         for seed in opts.seeds:
             print(f"\nseed {seed}: demonstrations and SFT")
             sft = prepare_sft(opts, seed, out, selection)
@@ -524,9 +548,14 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--eval-phones", type=int, default=0,
                     help="extra sim phones that only play held-out rounds (default 0: the "
                          "rounds share the arm's phones and take collection time from it)")
-    ap.add_argument("--profile", default="instant",
+    ap.add_argument("--profile", default="instant", choices=list(PROFILES),
                     help="sim latency profile: instant (CPU-bound: sims and learner share the "
                          "cores) or a device's, e.g. pixel (device-bound, as a real farm)")
+    ap.add_argument("--slow-phones", type=int, default=0,
+                    help="of the --phones, this many run --slow-profile instead: a mixed "
+                         "fleet, where sync rounds wait for the slowest phone (default 0)")
+    ap.add_argument("--slow-profile", default="old-phone", choices=list(PROFILES),
+                    help="latency profile of the --slow-phones (default old-phone)")
     ap.add_argument("--tag", default="", help="only tasks with this tag (default: all)")
     ap.add_argument("--task", dest="tasks", action="append", default=[])
     ap.add_argument("--demos-per-task", type=int, default=1,
@@ -636,6 +665,9 @@ def main() -> None:
     if opts.eval_phones < 0 or opts.phones < 1 or opts.duration <= 0 or opts.eval_every <= 0:
         ap.error("--phones ≥ 1, --eval-phones ≥ 0, --duration > 0 and --eval-every > 0 "
                  "are required")
+    if not 0 <= opts.slow_phones < opts.phones:
+        ap.error("--slow-phones must be ≥ 0 and fewer than --phones (a fleet of slow phones "
+                 "only is --profile SLOW)")
     if opts.min_replay_ratio is None:
         opts.min_replay_ratio = opts.replay_ratio
     low, high = opts.min_replay_ratio, opts.replay_ratio

@@ -1,17 +1,27 @@
-"""bench/training_efficiency.py's summary: the per-task comparison of two arms (what a
-suite mean hides) and the bars, whose pairs of runs share a seed (one SFT start)."""
+"""bench/training_efficiency.py: its phone fleet, and its summary: the per-task
+comparison of two arms (what a suite mean hides) and the bars, whose pairs of runs share
+a seed (one SFT start)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench.training_efficiency import ArmRun, merged_runs, summarise, task_gaps
+from bench.training_efficiency import (
+    ArmRun,
+    main,
+    merged_runs,
+    sim_fleet,
+    summarise,
+    task_gaps,
+)
 
 
 def _run(arm: str, seed: int, by_task: dict[str, float]) -> ArmRun:
@@ -84,3 +94,23 @@ def test_merge_keeps_named_arms_and_refuses_a_run_counted_twice(tmp_path: Path) 
     odd = _results(tmp_path / "run:2", _run("aride", 0, {"a": 1.0}))  # a colon in the path
     assert [r.arm for r in merged_runs([odd])] == ["aride"]
     assert merged_runs([f"{odd}:digirl-sync"]) == []
+
+
+def test_a_mixed_fleet_puts_the_slow_profile_on_the_last_training_phones() -> None:
+    opts = argparse.Namespace(phones=3, slow_phones=1, eval_phones=1, profile="instant",
+                              slow_profile="pixel")
+    with contextlib.ExitStack() as stack:
+        phones, eval_phones = sim_fleet(stack, opts)
+        assert [p["profile"] for p in phones] == ["instant", "instant", "pixel"]
+        assert [p["profile"] for p in eval_phones] == ["instant"]
+        assert len({p["serial"] for p in phones + eval_phones}) == 4
+
+
+@pytest.mark.parametrize("argv", [["--slow-phones", "8"], ["--slow-phones", "-1"],
+                                  ["--slow-profile", "fast-phone"]])
+def test_a_fleet_it_cannot_build_is_a_usage_error(argv: list[str], monkeypatch: Any,
+                                                  capsys: Any) -> None:
+    monkeypatch.setattr(sys, "argv", ["training_efficiency.py", "--phones", "8", *argv])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code == 2 and "slow-p" in capsys.readouterr().err
