@@ -428,9 +428,9 @@ def sim_fleet(stack: contextlib.ExitStack, opts: argparse.Namespace
     lists them; the children stop when ``stack`` closes. The eval phones keep the main
     profile: the fleet changes how fast an arm collects, not how its policy is judged."""
     fast = opts.phones - opts.slow_phones
-    main = stack.enter_context(phones_in_child(fast + opts.eval_phones,
-                                               profile=opts.profile, seed=1))
-    phones, eval_phones = main["phones"][:fast], main["phones"][fast:]
+    child = stack.enter_context(phones_in_child(fast + opts.eval_phones,
+                                                profile=opts.profile, seed=1))
+    phones, eval_phones = child["phones"][:fast], child["phones"][fast:]
     if opts.slow_phones:
         slow = stack.enter_context(phones_in_child(opts.slow_phones,
                                                    profile=opts.slow_profile, seed=2))
