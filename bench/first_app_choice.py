@@ -97,14 +97,14 @@ def app_probabilities(policy: Any, instruction: str, step: DemoStep
 def blame(policy: Any, instruction: str, step: DemoStep, app: str) -> tuple[str, float]:
     """The word whose removal raises p(app) most, and p(app) without it."""
     words = instruction.split()
+    if len(words) < 2:
+        return "", 0.0
     best, best_p = "", -1.0
     for i, word in enumerate(words):
-        if len(words) < 2:
-            break
         apps, _, _ = app_probabilities(policy, " ".join(words[:i] + words[i + 1:]), step)
         if apps.get(app, 0.0) > best_p:
             best, best_p = word, apps.get(app, 0.0)
-    return best, max(best_p, 0.0)
+    return best, best_p
 
 
 def analyse(policy: Any, tasks: Mapping[str, type[Task]], first: Mapping[str, Start],
