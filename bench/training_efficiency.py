@@ -193,7 +193,7 @@ def make_trainer(algo: str, policy: Any, opts: argparse.Namespace, seed: int) ->
             normalize_advantage=opts.normalize_advantage,
             advantage_floor=opts.advantage_floor, sil_coef=opts.sil_coef,
             binarize_advantage=opts.binarize_advantage, max_policy_lag=opts.max_policy_lag,
-            alpha=opts.priority_alpha, seed=seed, **horizon))
+            alpha=opts.priority_alpha, actor_ratio=opts.actor_ratio, seed=seed, **horizon))
     from distrl_sdk.learn.digirl import DigiRLConfig, DigiRLTrainer
 
     return DigiRLTrainer(policy, DigiRLConfig(
@@ -621,6 +621,10 @@ def build_parser() -> argparse.ArgumentParser:
                     default=LEARNER.get("binarize_advantage", False),
                     help="A-RIDE: the actor weighs a step by 1[A > 0] (DigiRL's and the "
                          "released code's weights), not by the advantage's size")
+    ap.add_argument("--actor-ratio", choices=("truncated", "none"),
+                    default=LEARNER.get("actor_ratio", ARIDEConfig.actor_ratio),
+                    help="A-RIDE: the actor's weight of a replayed step includes "
+                         "min(1, π/μ) (truncated, the paper's) or not (none: AWR-style)")
     ap.add_argument("--sil-coef", type=float, default=LEARNER["sil_coef"],
                     help="A-RIDE: weight of the self-imitation term −(G − V)₊·log π on "
                          "replayed steps (0 = off; default: the UI-tree learner's)")

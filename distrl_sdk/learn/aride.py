@@ -41,6 +41,11 @@ Step rewards enter as r_t − ``step_cost`` (0 by default).
 5. Actor, with ρ̄_t = min(ρ_max, ρ_t) and β_eff = β + b (b ≥ 0, see below):
        L_π = −E_ν[ w_τ f_τ ρ̄_t A_t log π(a_t|s_t) ] − β_eff E_ν[ w_τ H(π(·|s_t)) ]
              + κ E_ν[ w_τ ρ̄_t P_invalid(a_t) log π(a_t|s_t) ]
+   ``actor_ratio = "none"`` sets ρ̄_t = 1 in both terms (an option, off by default):
+   advantage-weighted regression on the replayed actions, as AWR and DigiRL's actor are,
+   so a success whose decisive action π has since drifted away from (π/μ ≪ 1) still
+   pulls by its advantage; with ``advantage_floor`` 0 only better-than-expected steps
+   pull, which is what keeps that bias toward μ's good actions, not its bad ones.
    The last term is the score-function gradient of κ·E_π[P_invalid]: it lowers the
    probability of actions that did not parse (P_invalid = 1) and is 0 otherwise. The
    paper writes its weight as λ (reusing the trace symbol); here it is κ.
@@ -111,6 +116,7 @@ __all__ = ["ARIDEConfig", "ARIDETrainer", "EpisodeBatch", "VTarget", "discounted
 
 VTarget = Literal["vtrace", "retrace_q"]
 TrajFilterMode = Literal["buffer", "batch"]
+ActorRatio = Literal["truncated", "none"]
 
 
 @dataclass
@@ -118,6 +124,7 @@ class ARIDEConfig:
     """Every knob of A-RIDE (equations: the module docstring). "code" = DistRL's released
     configs; the paper's hyper-parameter appendix was not available.
 
+    Actor: ``rho_max`` ρ̄ and ``actor_ratio`` ("none": no ratio in the actor's terms).
     Off-policy targets: ``v_target`` ("vtrace": δ_t = ρ̄^V_t·TD_t + γ c_t δ_{t+1}, the
     default; "retrace_q": the Q-formula read literally, biased to V^μ, for comparison
     only), ``vtrace_rho_max`` ρ̄_V, ``trace_c_max`` c̄, ``trace_lambda`` λ.
@@ -137,6 +144,10 @@ class ARIDEConfig:
     vtrace_rho_max: float = 5.0  # ρ̄_V on TD_t in the V target (unbiased while π/μ ≤ ρ̄_V)
     trace_c_max: float = 1.0  # c̄: traces c = λ·min(c̄, ρ) (Retrace / V-trace: 1)
     rho_max: float = 1.0  # ρ̄ = min(ρ_max, ρ) in the actor loss (code: clip_pg_rho_threshold 1)
+    # "none": the actor's terms drop ρ̄ (ρ̄ ← 1): a replayed step pulls by its advantage
+    # alone, as in AWR and DigiRL's actor, however far π has moved from μ since; the
+    # critics' V-trace targets keep their ratios
+    actor_ratio: ActorRatio = "truncated"
     entropy_coef: float = 0.05  # β, the base entropy weight (code: 0.05 when use_entropy)
     entropy_target: float | None = 0.3  # H* nats/step: β rises while entropy is below it
     entropy_coef_lr: float = 0.01  # η: step of the adaptive part b per nat of shortfall
@@ -205,7 +216,9 @@ class ARIDEConfig:
         checks = {"gamma": 0 <= self.gamma <= 1, "trace_lambda": 0 <= self.trace_lambda <= 1,
                   "v_target": self.v_target in ("vtrace", "retrace_q"),
                   "vtrace_rho_max": self.vtrace_rho_max > 0, "trace_c_max": self.trace_c_max > 0,
-                  "rho_max": self.rho_max > 0, "entropy_coef": self.entropy_coef >= 0,
+                  "rho_max": self.rho_max > 0,
+                  "actor_ratio": self.actor_ratio in ("truncated", "none"),
+                  "entropy_coef": self.entropy_coef >= 0,
                   "entropy_target": self.entropy_target is None or self.entropy_target >= 0,
                   "entropy_coef_lr": self.entropy_coef_lr >= 0,
                   "entropy_coef_max": self.entropy_coef_max >= self.entropy_coef,
@@ -498,7 +511,8 @@ class ARIDETrainer(ActorCriticState):
             _, _, rho, adv, sil = self._targets(batch, rewards, a_values,
                                                 batch.pad(exact.log_prob).detach())
             keep = torch.ones(len(episodes))
-        rho_bar = rho.clamp(max=cfg.rho_max)
+        rho_bar = (rho.clamp(max=cfg.rho_max) if cfg.actor_ratio == "truncated"
+                   else torch.ones_like(rho))
         beta_h = self.entropy_coef()
         demo_nll = self._demo_nll()
         pull = keep[:, None] * rho_bar * adv  # the coefficient of log π in −L_π

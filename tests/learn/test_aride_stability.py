@@ -113,8 +113,10 @@ def test_advantage_normalisation() -> None:
     assert tables[0] != tables[1]
 
 
-def _one_step_pull(reward: float, **config: object) -> tuple[float, dict[str, float]]:
-    """One update on a one-step episode (the good action, μ = 0.5) with both critics at
+def _one_step_pull(reward: float, mu: float = 0.5,
+                   **config: object) -> tuple[float, dict[str, float]]:
+    """One update on a one-step episode (the good action, π = 0.5, recorded with
+    probability ``mu``) with both critics at
     zero (V ≡ 0, so A = the step's own return) and nothing else moving: the gradient it
     leaves on log π(good) and the update's stats."""
     policy = TablePolicy(1, p_good=[0.5], probe=True)
@@ -124,7 +126,7 @@ def _one_step_pull(reward: float, **config: object) -> tuple[float, dict[str, fl
     with torch.no_grad():
         for p in tr.critic.parameters():
             p.zero_()
-    tr.add_episode(episode([step(0, GOOD, reward, math.log(0.5))], reward=reward))
+    tr.add_episode(episode([step(0, GOOD, reward, math.log(mu))], reward=reward))
     stats = tr.update()
     return policy.last_grads()[0][1], stats
 
@@ -153,6 +155,18 @@ def test_binarized_advantage_pulls_by_its_sign_not_its_size() -> None:
     assert grads[(False, 0.0)] != 0.0 and grads[(True, 0.0)] == pytest.approx(0.0, abs=1e-7)
 
 
+def test_actor_ratio_none_pulls_a_drifted_success_as_hard_as_a_fresh_one() -> None:
+    """A success recorded when μ(good) was 0.9 and π(good) is now 0.5 (ρ = 5/9): the
+    paper's truncated ratio scales its pull by 5/9; actor_ratio "none" pulls it exactly
+    as a success recorded at μ = π does."""
+    fresh = _one_step_pull(1.0, mu=0.5)[0]
+    truncated = _one_step_pull(1.0, mu=0.9)[0]
+    ratio_free = _one_step_pull(1.0, mu=0.9, actor_ratio="none")[0]
+    assert fresh != 0.0
+    assert truncated == pytest.approx(fresh * 0.5 / 0.9, rel=1e-5)
+    assert ratio_free == pytest.approx(fresh, rel=1e-5)
+
+
 def test_self_imitation_pulls_only_steps_of_episodes_that_beat_the_critic() -> None:
     """sil_coef = 1 with V ≡ 0: a success (G = 1 > V) adds (G − V)·∂log π to the actor's
     pull — the policy-gradient term's own size here (A = 1, ρ = 1), so the gradient
@@ -177,6 +191,7 @@ def test_discounted_returns_stop_at_each_episode_end() -> None:
 def test_new_knobs_are_validated() -> None:
     for bad in ({"v_target": "q"}, {"vtrace_rho_max": 0.0}, {"max_stale_share": 1.0},
                 {"entropy_target": -1.0}, {"horizon_updates": 0}, {"step_cost": -0.1},
-                {"entropy_coef": 0.5, "entropy_coef_max": 0.1}, {"sil_coef": -1.0}):
+                {"entropy_coef": 0.5, "entropy_coef_max": 0.1}, {"sil_coef": -1.0},
+                {"actor_ratio": "clipped"}):
         with pytest.raises(ConfigError):
             ARIDEConfig(**bad)  # type: ignore[arg-type]
