@@ -193,7 +193,8 @@ def make_trainer(algo: str, policy: Any, opts: argparse.Namespace, seed: int) ->
             normalize_advantage=opts.normalize_advantage,
             advantage_floor=opts.advantage_floor, sil_coef=opts.sil_coef,
             binarize_advantage=opts.binarize_advantage, max_policy_lag=opts.max_policy_lag,
-            alpha=opts.priority_alpha, actor_ratio=opts.actor_ratio, seed=seed, **horizon))
+            keep_successes=opts.keep_successes, alpha=opts.priority_alpha,
+            actor_ratio=opts.actor_ratio, seed=seed, **horizon))
     from distrl_sdk.learn.digirl import DigiRLConfig, DigiRLTrainer
 
     return DigiRLTrainer(policy, DigiRLConfig(
@@ -249,6 +250,8 @@ async def run_arm(arm: str, seed: int, sft: Path, reg: DeviceRegistry, tasks: li
                 if "entropy" in m and "entropy_coef" in m else ""
             if "demo_nll" in m:  # the anchor's −log π of demonstrated actions
                 ent += f" demo-nll {m['demo_nll']:.2f}"
+            if "replay_size" in m:  # what the lag bounds (or the capacity) left in replay
+                ent += f" replay {m['replay_size']:.0f}"
             if st.collect_wait_s:  # the throttle held phones back (--min-replay-ratio)
                 ent += f" phones waited {st.collect_wait_s:.0f} s"
             print(f"    {LABELS[arm]:<26} {time.monotonic() - t0:6.0f} s  "
@@ -635,6 +638,10 @@ def build_parser() -> argparse.ArgumentParser:
                     default=LEARNER["max_policy_lag"],
                     help="A-RIDE: K, episodes more than K versions old leave replay "
                          "('none': no bound; default: the UI-tree learner's)")
+    ap.add_argument("--keep-successes", action=argparse.BooleanOptionalAction,
+                    default=LEARNER.get("keep_successes", ARIDEConfig.keep_successes),
+                    help="A-RIDE: successful episodes are exempt from the lag bounds (K and "
+                         "the stale share); only the capacity removes them")
     ap.add_argument("--batch", type=int, default=16, help="episodes per update")
     ap.add_argument("--min-episodes", type=int, default=32)
     ap.add_argument("--replay-ratio", type=float, default=0.5,

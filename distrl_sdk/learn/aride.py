@@ -84,6 +84,11 @@ Step rewards enter as r_t − ``step_cost`` (0 by default).
    pruned; and whenever an episode is measured (sampled or refreshed), it leaves
    replay if more than ``max_stale_share`` of its steps have ρ < ``stale_rho`` — the
    steps π no longer takes, which carry (almost) no gradient or trace.
+   ``keep_successes`` (off by default) spares successful episodes from both bounds: a
+   success still teaches through the terms without a ratio (self-imitation,
+   ``actor_ratio = "none"``) and the trajectory filter, which rank exactly the rare
+   successes of hard tasks highest — so a replay that forgets them by age or staleness
+   forgets what those terms need. Only the capacity removes them.
 """
 
 from __future__ import annotations
@@ -130,8 +135,9 @@ class ARIDEConfig:
     only), ``vtrace_rho_max`` ρ̄_V, ``trace_c_max`` c̄, ``trace_lambda`` λ.
     Lag: ``max_policy_lag`` K (versions), and ``stale_rho`` / ``max_stale_share`` (an
     episode measured with more than that share of steps at ρ < stale_rho leaves replay;
-    None = off). IS β: annealed over ``horizon_updates`` or ``horizon_seconds`` (the
-    planned run; :meth:`ARIDETrainer.set_horizon` sets them at run time), else over
+    None = off; ``keep_successes`` exempts successful episodes from both). IS β:
+    annealed over ``horizon_updates`` or ``horizon_seconds`` (the planned run;
+    :meth:`ARIDETrainer.set_horizon` sets them at run time), else over
     ``is_beta_anneal_updates``. Trajectory filter: ``traj_filter_quantile`` q,
     ``traj_filter_mode`` and ``traj_filter_sample``. Self-imitation: ``sil_coef``.
     Stability: ``step_cost`` (subtracted from every step reward), ``entropy_target`` H*
@@ -194,6 +200,9 @@ class ARIDEConfig:
     lag_decay: float = 0.5  # downweight factor per version beyond K
     stale_rho: float = 0.1  # a step with ρ below this is "stale" (π no longer takes it)
     max_stale_share: float | None = 0.5  # evict episodes measured with more stale steps
+    # successful episodes are exempt from both lag bounds (K and the stale share): what
+    # self-imitation and the trajectory filter learn from stays until the capacity drops it
+    keep_successes: bool = False
     actor_lr: float = 1e-4  # Adam (code: lm_lr 1e-4)
     critic_lr: float = 1e-4  # Adam (code: critic_lr 1e-4)
     traj_critic_lr: float = 1e-4  # Adam (code: shares critic_lr)
@@ -265,6 +274,7 @@ class EpisodeBatch:
     invalid: torch.Tensor  # [B, T] 1 where the action did not parse
     final_reward: torch.Tensor  # [B] evaluator score in [0, 1]
     instructions: list[str]
+    final_success: torch.Tensor  # [B] 1 where the episode succeeded
 
     @classmethod
     def build(cls, episodes: Sequence[EpisodeRecord]) -> EpisodeBatch:
@@ -282,7 +292,8 @@ class EpisodeBatch:
         invalid[b_idx, t_idx] = torch.tensor([float(s.invalid) for s in steps])
         return cls(steps, b_idx, t_idx, mask, rewards, log_mu, invalid,
                    torch.tensor([e.reward for e in episodes], dtype=torch.float32),
-                   [e.instruction for e in episodes])
+                   [e.instruction for e in episodes],
+                   torch.tensor([float(e.success) for e in episodes]))
 
     def pad(self, flat: torch.Tensor) -> torch.Tensor:
         """[N] per-step values → [B, T] (0 past each episode's end); keeps gradients."""
@@ -376,7 +387,8 @@ class ARIDETrainer(ActorCriticState):
         self.version, self.updates, self.skipped_steps = 0, 0, 0
         self.replay = PrioritizedReplay(cfg.capacity, max_lag=cfg.max_policy_lag,
                                         lag_mode=cfg.lag_mode, lag_decay=cfg.lag_decay,
-                                        eps=cfg.priority_eps, seed=cfg.seed)
+                                        eps=cfg.priority_eps,
+                                        keep_successes=cfg.keep_successes, seed=cfg.seed)
         with torch.random.fork_rng(devices=[]):  # seeded critics, global RNG untouched
             torch.manual_seed(cfg.seed)
             self.critic = StepCritic(policy.feature_dim, cfg.critic_hidden)
@@ -692,7 +704,10 @@ class ARIDETrainer(ActorCriticState):
         limit = self.config.max_stale_share
         if limit is None:
             return 0
-        bad = np.unique(np.asarray(slots)[(self._stale_share(batch, rho) > limit).numpy()])
+        over = (self._stale_share(batch, rho) > limit).numpy()
+        if self.config.keep_successes:  # exempt, as from the version bound
+            over &= (batch.final_success < 0.5).numpy()
+        bad = np.unique(np.asarray(slots)[over])
         before = len(self.replay)
         self.replay.remove(bad)
         gone = before - len(self.replay)

@@ -23,7 +23,9 @@ when full, the oldest episode leaves.
 Policy lag (the learner's version minus the oldest version that acted in an episode)
 is bounded by ``max_lag`` = K: in ``"drop"`` mode older episodes are refused on
 ``add`` and removed by ``prune``; in ``"downweight"`` mode they stay but their weights
-are multiplied by ``lag_decay ** (lag − K)``.
+are multiplied by ``lag_decay ** (lag − K)``. With ``keep_successes`` the bound spares
+successful episodes: they are neither refused nor pruned for their age (only the
+circular capacity removes them), since a success teaches whoever collected it.
 
 Every bookkeeping operation is O(log n) or better per episode touched: pruning pops a
 version heap, the mean priority is a running sum, the stalest episodes are the front
@@ -243,7 +245,7 @@ class PrioritizedReplay:
 
     def __init__(self, capacity: int, *, max_lag: int | None = None,
                  lag_mode: LagMode = "drop", lag_decay: float = 0.5, eps: float = 1e-6,
-                 seed: int = 0) -> None:
+                 keep_successes: bool = False, seed: int = 0) -> None:
         if capacity < 1:
             raise ValueError(f"replay capacity must be ≥ 1, got {capacity}")
         if lag_mode not in ("drop", "downweight"):
@@ -251,7 +253,7 @@ class PrioritizedReplay:
         if max_lag is not None and max_lag < 0:
             raise ValueError(f"max_lag must be ≥ 0 or None, got {max_lag}")
         self.capacity, self.max_lag, self.lag_mode = capacity, max_lag, lag_mode
-        self.lag_decay, self.eps = lag_decay, eps
+        self.lag_decay, self.eps, self.keep_successes = lag_decay, eps, keep_successes
         self.rng = np.random.default_rng(seed)
         self._tree = SumTree(capacity)
         self._min_tree = ExtremumTree(capacity)  # min of p^α over stored: IS normalisation
@@ -389,7 +391,8 @@ class PrioritizedReplay:
         """Store ``episode`` (at the highest priority so far unless given); returns its
         slot, or None when the lag bound refuses it (``"drop"`` mode)."""
         if (self.max_lag is not None and self.lag_mode == "drop" and current_version is not None
-                and current_version - episode.policy_version > self.max_lag):
+                and current_version - episode.policy_version > self.max_lag
+                and not (self.keep_successes and episode.success)):
             return None
         if self._free:
             slot = heapq.heappop(self._free)
@@ -446,13 +449,17 @@ class PrioritizedReplay:
 
     def prune(self, current_version: int) -> int:
         """In ``"drop"`` mode remove episodes older than the lag bound; returns how many.
-        Pops a version-ordered heap: O(log n) per episode removed, not a scan."""
+        Pops a version-ordered heap: O(log n) per episode removed, not a scan; a spared
+        success leaves the heap too (it is never pruned later)."""
         if self.max_lag is None or self.lag_mode != "drop":
             return 0
         heap, old = self._by_version, []
         while heap and current_version - heap[0][0] > self.max_lag:
             _, seq, slot = heapq.heappop(heap)
-            if self._seq[slot] == seq:  # else: already evicted or removed
+            if self._seq[slot] != seq:  # already evicted or removed
+                continue
+            episode = self._episodes[slot]
+            if not (self.keep_successes and episode is not None and episode.success):
                 old.append(slot)
         if old:
             self.remove(old)

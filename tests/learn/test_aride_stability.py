@@ -195,3 +195,22 @@ def test_new_knobs_are_validated() -> None:
                 {"actor_ratio": "clipped"}):
         with pytest.raises(ConfigError):
             ARIDEConfig(**bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_keep_successes_spares_stale_successes_and_still_evicts_stale_failures(
+        keep: bool) -> None:
+    """Every stored episode took an action π now gives 0.05 where μ gave 0.9 (ρ ≈ 0.06,
+    all steps stale): re-scoring evicts them all — unless ``keep_successes``, which
+    spares exactly the successes (and reaches the replay's version bound too)."""
+    policy = TablePolicy(1, p_good=[0.05])
+    tr = ARIDETrainer(policy, ARIDEConfig(max_policy_lag=None, max_stale_share=0.5,
+                                          keep_successes=keep, refresh_every=0))
+    assert tr.replay.keep_successes is keep
+    for i in range(8):  # the same stale action; half of the episodes succeeded
+        tr.add_episode(episode([step(0, GOOD, float(i % 2), math.log(0.9))],
+                               reward=float(i % 2), eid=f"e{i}"))
+    evicted = tr.refresh_priorities(tr.replay.filled())
+    left = sorted(tr.replay.episode(int(s)).id for s in tr.replay.filled())
+    assert evicted == (4 if keep else 8) and tr.evicted["stale"] == evicted
+    assert left == (["e1", "e3", "e5", "e7"] if keep else [])

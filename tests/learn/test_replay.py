@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -160,6 +162,28 @@ def test_lag_bound_drop_mode() -> None:
     assert sorted(replay.lags(7).tolist()) == [2, 3]
     s = replay.sample(50, 0.0, 0.0, current_version=7)
     assert s.lags.max() <= 3 and np.all(s.weights == 1.0)
+
+
+def test_keep_successes_spares_old_successes_from_the_lag_bound() -> None:
+    """With ``keep_successes`` an old success is neither refused nor pruned (only the
+    capacity removes it); old failures still are; without it both leave."""
+    def won(i: int, version: int) -> EpisodeRecord:
+        return dataclasses.replace(episode(i, version), success=True, reward=1.0)
+
+    for keep in (False, True):
+        replay = PrioritizedReplay(4, max_lag=3, keep_successes=keep)
+        late = replay.add(won(9, version=0), current_version=10)  # lag 10 > K = 3
+        assert (late is not None) == keep
+        replay.add(episode(0, version=2), current_version=2)
+        replay.add(won(1, version=2), current_version=2)
+        assert replay.prune(10) == (2 if not keep else 1)  # the failure (and the success)
+        ids = sorted(replay.episode(int(s)).id for s in replay.filled())
+        assert ids == (["ep1", "ep9"] if keep else [])
+        assert replay.prune(50) == 0  # a spared success is never pruned later
+    for i in range(4):  # the capacity still evicts the oldest, successes included
+        replay.add(episode(10 + i, version=50), current_version=50)
+    assert sorted(replay.episode(int(s)).id for s in replay.filled()) == \
+        ["ep10", "ep11", "ep12", "ep13"]
 
 
 def test_lag_bound_downweight_mode() -> None:
