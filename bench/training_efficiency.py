@@ -194,7 +194,8 @@ def make_trainer(algo: str, policy: Any, opts: argparse.Namespace, seed: int) ->
             advantage_floor=opts.advantage_floor, sil_coef=opts.sil_coef,
             binarize_advantage=opts.binarize_advantage, max_policy_lag=opts.max_policy_lag,
             keep_successes=opts.keep_successes, alpha=opts.priority_alpha,
-            actor_ratio=opts.actor_ratio, seed=seed, **horizon))
+            actor_ratio=opts.actor_ratio, step_critic=opts.step_critic,
+            gamma=opts.gamma, seed=seed, **horizon))
     from distrl_sdk.learn.digirl import DigiRLConfig, DigiRLTrainer
 
     return DigiRLTrainer(policy, DigiRLConfig(
@@ -638,6 +639,12 @@ def build_parser() -> argparse.ArgumentParser:
                     default=LEARNER["max_policy_lag"],
                     help="A-RIDE: K, episodes more than K versions old leave replay "
                          "('none': no bound; default: the UI-tree learner's)")
+    ap.add_argument("--step-critic", choices=("vtrace", "mc_classifier"),
+                    default=LEARNER.get("step_critic", ARIDEConfig.step_critic),
+                    help="A-RIDE's step critic: V-trace regression (the paper's) or DigiRL's "
+                         "Monte Carlo classifier with its doubly-robust advantage")
+    ap.add_argument("--gamma", type=float, default=LEARNER.get("gamma", ARIDEConfig.gamma),
+                    help="A-RIDE's discount γ (DigiRL-style keeps its own 0.5)")
     ap.add_argument("--keep-successes", action=argparse.BooleanOptionalAction,
                     default=LEARNER.get("keep_successes", ARIDEConfig.keep_successes),
                     help="A-RIDE: successful episodes are exempt from the lag bounds (K and "

@@ -31,6 +31,11 @@ Step rewards enter as r_t − ``step_cost`` (0 by default).
 
 4. Off-policy-corrected advantage (real-valued by default):
        A_t = r_t + γ v_{t+1} − V(s_t)                   (v_{H+1} = 0)
+   ``step_critic = "mc_classifier"`` (an option, off by default) swaps 3–4 for DigiRL's
+   step critic: V(s) = σ(logit) trained by BCE on 1[G_t > 0] (the Monte Carlo return of
+   the replayed episode, IS-weighted), and its doubly-robust advantage
+       A_t = λ^{H−t} r_H + (1 − λ^{H−t}) (r_t + γ V(s_{t+1}) − V(s_t))   (λ = ``dr_lambda``)
+   — no off-policy correction: V estimates the replay's success, not π's.
    optionally normalised over the batch's steps (``normalize_advantage``), floored
    (``advantage_floor``), or binarised to 1[A_t > 0] (``binarize_advantage``, as DigiRL
    and the released DistRL code weight their actors): every step that did better than
@@ -100,6 +105,7 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from distrl_sdk.errors import ConfigError
 from distrl_sdk.learn.api import (
@@ -116,12 +122,13 @@ from distrl_sdk.learn.replay import LagMode, PrioritizedReplay
 from distrl_sdk.learn.state import ActorCriticState
 
 __all__ = ["ARIDEConfig", "ARIDETrainer", "EpisodeBatch", "VTarget", "discounted_returns",
-           "ratio_stats", "retrace_targets"]
+           "doubly_robust_advantage", "ratio_stats", "retrace_targets"]
 
 
 VTarget = Literal["vtrace", "retrace_q"]
 TrajFilterMode = Literal["buffer", "batch"]
 ActorRatio = Literal["truncated", "none"]
+StepCriticKind = Literal["vtrace", "mc_classifier"]
 
 
 @dataclass
@@ -145,6 +152,11 @@ class ARIDEConfig:
     β), ``normalize_advantage``, ``advantage_floor``, ``binarize_advantage``."""
 
     gamma: float = 0.9  # γ discount (code: 0.5, tuned for 10-step AitW episodes)
+    # "vtrace": V(s) regressed onto V-trace targets, A from them (the module docstring);
+    # "mc_classifier": DigiRL's step critic — V(s) = σ(logit), BCE on 1[G_t > 0] — with
+    # its doubly-robust advantage (``dr_lambda``); ratios, replay and actor unchanged
+    step_critic: StepCriticKind = "vtrace"
+    dr_lambda: float = 0.5  # λ of the doubly-robust advantage ("mc_classifier" only)
     trace_lambda: float = 1.0  # λ in c = λ·min(c̄, ρ) (code: fixed 1; Munos et al. 2016: 1)
     v_target: VTarget = "vtrace"  # V-trace correction of the V target; "retrace_q": none
     vtrace_rho_max: float = 5.0  # ρ̄_V on TD_t in the V target (unbiased while π/μ ≤ ρ̄_V)
@@ -227,6 +239,8 @@ class ARIDEConfig:
                   "vtrace_rho_max": self.vtrace_rho_max > 0, "trace_c_max": self.trace_c_max > 0,
                   "rho_max": self.rho_max > 0,
                   "actor_ratio": self.actor_ratio in ("truncated", "none"),
+                  "step_critic": self.step_critic in ("vtrace", "mc_classifier"),
+                  "dr_lambda": 0 <= self.dr_lambda <= 1,
                   "entropy_coef": self.entropy_coef >= 0,
                   "entropy_target": self.entropy_target is None or self.entropy_target >= 0,
                   "entropy_coef_lr": self.entropy_coef_lr >= 0,
@@ -351,6 +365,19 @@ def discounted_returns(rewards: torch.Tensor, mask: torch.Tensor, gamma: float
         acc = rewards[:, t] + gamma * acc * mask[:, t]
         g[:, t] = acc
     return g * mask
+
+
+def doubly_robust_advantage(rewards: torch.Tensor, values: torch.Tensor, mask: torch.Tensor,
+                            *, gamma: float, lam: float) -> torch.Tensor:
+    """DigiRL's doubly-robust step advantage over padded episodes ([B, T]):
+        A_t = λ^{H−t} r_H + (1 − λ^{H−t}) (r_t + γ V(s_{t+1}) − V(s_t))
+    — the episode's last reward near its end, the one-step TD error early on."""
+    lengths = mask.sum(1, keepdim=True)
+    t = torch.arange(mask.shape[1], dtype=mask.dtype)[None, :]
+    mix = lam ** (lengths - 1 - t).clamp_min(0)
+    r_last = rewards.gather(1, (lengths - 1).clamp_min(0).long())
+    v = values * mask
+    return (mix * r_last + (1 - mix) * (rewards + gamma * _shift(v) - v)) * mask
 
 
 def ratio_stats(rho: torch.Tensor, mask: torch.Tensor, *, rho_max: float, stale_rho: float
@@ -483,18 +510,18 @@ class ARIDETrainer(ActorCriticState):
         log_pi, entropy = batch.pad(out.log_prob), batch.pad(out.entropy)
         log_pi_exact = batch.pad(exact.log_prob).detach()
         features = exact.features.detach()
-        values = batch.pad(self.critic(features))
+        values = batch.pad(self._values(features))
 
         # 3. V-trace targets and the off-policy-corrected advantage (no gradients)
         targets, td, rho, adv, sil = self._targets(batch, rewards, values.detach(),
                                                    log_pi_exact)
 
-        # 4. step critic: weighted regression onto the targets
-        critic_loss = (w * (values - targets) ** 2).sum() / n_steps
-        for i in range(cfg.critic_steps):
-            if i:
-                values = batch.pad(self.critic(features))
-                critic_loss = (w * (values - targets) ** 2).sum() / n_steps
+        # 4. step critic: weighted regression onto the targets (or, as a Monte Carlo
+        # classifier, BCE on whether the return from s_t is positive)
+        critic_loss = self._critic_loss(batch, features, targets, rewards, w, n_steps)
+        self._step(self.critic_opt, critic_loss, self.critic.parameters())
+        for _ in range(cfg.critic_steps - 1):
+            critic_loss = self._critic_loss(batch, features, targets, rewards, w, n_steps)
             self._step(self.critic_opt, critic_loss, self.critic.parameters())
 
         # 5. trajectory critic: Monte Carlo BCE of V_traj(instruction) on the final reward
@@ -519,7 +546,7 @@ class ARIDETrainer(ActorCriticState):
             out, exact = self._evaluate(batch, episodes, grad=True)
             log_pi, entropy = batch.pad(out.log_prob), batch.pad(out.entropy)
             with torch.no_grad():
-                a_values = batch.pad(self.critic(exact.features.detach()))
+                a_values = batch.pad(self._values(exact.features.detach()))
             _, _, rho, adv, sil = self._targets(batch, rewards, a_values,
                                                 batch.pad(exact.log_prob).detach())
             keep = torch.ones(len(episodes))
@@ -646,7 +673,11 @@ class ARIDETrainer(ActorCriticState):
                                            gamma=cfg.gamma, lam=cfg.trace_lambda,
                                            rho_max=cfg.vtrace_rho_max,
                                            c_max=cfg.trace_c_max, form=cfg.v_target)
-        adv = (rewards + cfg.gamma * _shift(targets) - values.detach()) * batch.mask
+        if cfg.step_critic == "mc_classifier":
+            adv = doubly_robust_advantage(rewards, values.detach(), batch.mask,
+                                          gamma=cfg.gamma, lam=cfg.dr_lambda)
+        else:
+            adv = (rewards + cfg.gamma * _shift(targets) - values.detach()) * batch.mask
         if cfg.normalize_advantage:
             adv = _normalise(adv, batch.mask)
         if cfg.advantage_floor is not None:
@@ -657,6 +688,23 @@ class ARIDETrainer(ActorCriticState):
                .clamp(min=0) * batch.mask) if cfg.sil_coef > 0 else None
         self.timings["retrace"] += time.perf_counter() - t0
         return targets, td, rho, adv, sil
+
+    def _values(self, features: torch.Tensor) -> torch.Tensor:
+        """V(s) per flat step: the critic's output, or σ of it as a classifier."""
+        out = self.critic(features)
+        return torch.sigmoid(out) if self.config.step_critic == "mc_classifier" else out
+
+    def _critic_loss(self, batch: EpisodeBatch, features: torch.Tensor,
+                     targets: torch.Tensor, rewards: torch.Tensor, w: torch.Tensor,
+                     n_steps: torch.Tensor) -> torch.Tensor:
+        """The step critic's IS-weighted loss on this batch: squared error to the V-trace
+        targets, or BCE of its logit on 1[G_t > 0] (DigiRL's Monte Carlo classifier)."""
+        out = batch.pad(self.critic(features))
+        if self.config.step_critic == "mc_classifier":
+            labels = (discounted_returns(rewards, batch.mask, self.config.gamma) > 0).float()
+            bce = F.binary_cross_entropy_with_logits(out, labels, reduction="none")
+            return (w * bce).sum() / n_steps
+        return (w * (out - targets) ** 2).sum() / n_steps
 
     def _actor_buffer(self) -> bool:
         """Whether the actor trains on its own batch from the filtered actor buffer."""
@@ -736,7 +784,7 @@ class ARIDETrainer(ActorCriticState):
             batch = EpisodeBatch.build([self.replay.episode(int(i)) for i in chunk])
             out = evaluate_detached(self.policy, batch.steps, cfg.micro_batch)
             log_pi = batch.pad(out.log_prob)
-            values = batch.pad(self.critic(out.features))
+            values = batch.pad(self._values(out.features))
             rho = torch.exp((log_pi - batch.log_mu).clamp(max=30.0)) * batch.mask
             rewards = batch.rewards - cfg.step_cost * batch.mask
             td = (rewards + cfg.gamma * _shift(values) - values) * batch.mask

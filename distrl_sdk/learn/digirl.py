@@ -24,7 +24,12 @@ import torch.nn.functional as F
 
 from distrl_sdk.errors import ConfigError
 from distrl_sdk.learn.api import EpisodeRecord, TrainablePolicy, has_training_mode
-from distrl_sdk.learn.aride import EpisodeBatch, discounted_returns, ratio_stats
+from distrl_sdk.learn.aride import (
+    EpisodeBatch,
+    discounted_returns,
+    doubly_robust_advantage,
+    ratio_stats,
+)
 from distrl_sdk.learn.critics import StepCritic, TrajectoryCritic
 from distrl_sdk.learn.microbatch import evaluate_detached
 from distrl_sdk.learn.replay import PrioritizedReplay
@@ -133,13 +138,9 @@ class DigiRLTrainer(ActorCriticState):
             exact = out = self.policy.evaluate(abatch.steps)
         log_pi = abatch.pad(out.log_prob)
         with torch.no_grad():
-            v = torch.sigmoid(abatch.pad(self.critic(exact.features))) * abatch.mask
-            v_next = torch.cat([v[:, 1:], v.new_zeros(v.shape[0], 1)], dim=1)
-            lengths = abatch.mask.sum(1, keepdim=True)
-            t = torch.arange(v.shape[1], dtype=torch.float32)[None, :]
-            mix = cfg.dr_lambda ** (lengths - 1 - t).clamp_min(0)
-            r_last = abatch.rewards.gather(1, (lengths - 1).long())
-            adv = mix * r_last + (1 - mix) * (abatch.rewards + cfg.gamma * v_next - v)
+            v = torch.sigmoid(abatch.pad(self.critic(exact.features)))
+            adv = doubly_robust_advantage(abatch.rewards, v, abatch.mask, gamma=cfg.gamma,
+                                          lam=cfg.dr_lambda)
             weight = (adv > 0).float() * abatch.mask
             rho = torch.exp((abatch.pad(exact.log_prob).detach() - abatch.log_mu)
                             .clamp(max=30.0)) * abatch.mask

@@ -12,7 +12,7 @@ import torch
 
 from distrl_sdk.errors import ConfigError
 from distrl_sdk.learn import ARIDEConfig, ARIDETrainer
-from distrl_sdk.learn.aride import _normalise, discounted_returns
+from distrl_sdk.learn.aride import EpisodeBatch, _normalise, discounted_returns
 from tests.learn.test_aride_toy import BanditPolicy, collect, expected_reward
 from tests.learn.toys import GOOD, TablePolicy, episode, step
 
@@ -214,3 +214,43 @@ def test_keep_successes_spares_stale_successes_and_still_evicts_stale_failures(
     left = sorted(tr.replay.episode(int(s)).id for s in tr.replay.filled())
     assert evicted == (4 if keep else 8) and tr.evicted["stale"] == evicted
     assert left == (["e1", "e3", "e5", "e7"] if keep else [])
+
+
+def test_doubly_robust_advantage_mixes_the_last_reward_and_the_td_error() -> None:
+    """By hand: rewards (0, 0, 1), V (0.2, 0.5, 0.8), γ = λ = 0.5 — mixes 1/4, 1/2, 1 of
+    r_H with TD errors 0.05, −0.1, 0.2; a padded one-step failure gets its reward, 0."""
+    from distrl_sdk.learn.aride import doubly_robust_advantage
+
+    rewards = torch.tensor([[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+    values = torch.tensor([[0.2, 0.5, 0.8], [0.3, 0.9, 0.9]])
+    mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
+    adv = doubly_robust_advantage(rewards, values, mask, gamma=0.5, lam=0.5)
+    assert torch.allclose(adv, torch.tensor([[0.2875, 0.45, 1.0], [0.0, 0.0, 0.0]]))
+
+
+def test_mc_classifier_step_critic_learns_the_replays_success_probability() -> None:
+    """One state, one-step episodes, 80 % of them successes: DigiRL's classifier critic
+    converges to σ(V) ≈ 0.8 and the actor's (doubly-robust) advantage of each step is
+    its episode's reward — 1 for a success, 0 for a failure — whatever V says."""
+    policy = TablePolicy(1, p_good=[0.8])
+    tr = ARIDETrainer(policy, ARIDEConfig(step_critic="mc_classifier", gamma=0.5,
+                                          critic_lr=1e-2, actor_lr=0.0, min_episodes=1,
+                                          max_policy_lag=None, entropy_target=None))
+    for i in range(20):
+        good = i % 10 < 8
+        tr.add_episode(episode([step(0, GOOD if good else 1 - GOOD, float(good),
+                                     math.log(0.8 if good else 0.2))],
+                               reward=float(good), eid=f"e{i}"))
+    for _ in range(300):
+        tr.update()
+    with torch.no_grad():
+        v = float(torch.sigmoid(tr.critic(policy._features(torch.tensor([0])))).squeeze())
+    assert v == pytest.approx(0.8, abs=0.04)  # a regression critic: σ(0.8) = 0.69
+    batch = EpisodeBatch.build([tr.replay.episode(int(s)) for s in tr.replay.filled()])
+    with torch.no_grad():
+        values = batch.pad(tr._values(policy._features(torch.zeros(len(batch.steps),
+                                                                   dtype=torch.long))))
+    _, _, _, adv, _ = tr._targets(batch, batch.rewards, values, batch.log_mu)
+    assert adv[:, 0].tolist() == batch.final_reward.tolist()
+    with pytest.raises(ConfigError):
+        ARIDEConfig(step_critic="td")  # type: ignore[arg-type]
