@@ -195,7 +195,7 @@ def make_trainer(algo: str, policy: Any, opts: argparse.Namespace, seed: int) ->
             binarize_advantage=opts.binarize_advantage, max_policy_lag=opts.max_policy_lag,
             keep_successes=opts.keep_successes, alpha=opts.priority_alpha,
             actor_ratio=opts.actor_ratio, step_critic=opts.step_critic,
-            gamma=opts.gamma, seed=seed, **horizon))
+            gamma=opts.gamma, actor_lr_end_fraction=opts.actor_lr_end, seed=seed, **horizon))
     from distrl_sdk.learn.digirl import DigiRLConfig, DigiRLTrainer
 
     return DigiRLTrainer(policy, DigiRLConfig(
@@ -593,6 +593,11 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--eval-seed", type=int, default=0, help="which test instances")
     ap.add_argument("--actor-lr", type=float, default=LEARNER["actor_lr"])
     ap.add_argument("--critic-lr", type=float, default=LEARNER["critic_lr"])
+    ap.add_argument("--actor-lr-end", type=float,
+                    default=LEARNER.get("actor_lr_end_fraction",
+                                        ARIDEConfig.actor_lr_end_fraction),
+                    help="A-RIDE: the actor's lr decays linearly over --duration to this "
+                         "fraction of --actor-lr (1: constant)")
     ap.add_argument("--entropy", type=float, default=LEARNER["entropy_coef"], help="β")
     ap.add_argument("--entropy-target", type=lambda v: None if v == "none" else float(v),
                     default=ARIDEConfig.entropy_target,

@@ -83,7 +83,9 @@ Step rewards enter as r_t − ``step_cost`` (0 by default).
    highest measured priority in replay and keep their own once scored. β is annealed
    linearly from ``is_beta_start`` to ``is_beta_end`` over the run's planned length
    (``horizon_updates`` / ``horizon_seconds`` or :meth:`ARIDETrainer.set_horizon`;
-   ``is_beta_anneal_updates`` when no horizon is known).
+   ``is_beta_anneal_updates`` when no horizon is known). Over the same horizon the
+   actor's learning rate can decay linearly to ``actor_lr_end_fraction`` of
+   ``actor_lr`` (1 by default: constant, as in the paper and DigiRL).
 
 7. Lag bounds: episodes more than K = ``max_policy_lag`` versions old are refused and
    pruned; and whenever an episode is measured (sampled or refreshed), it leaves
@@ -216,6 +218,9 @@ class ARIDEConfig:
     # self-imitation and the trajectory filter learn from stays until the capacity drops it
     keep_successes: bool = False
     actor_lr: float = 1e-4  # Adam (code: lm_lr 1e-4)
+    # the actor's lr decays linearly to this fraction of actor_lr over the run's planned
+    # length (the horizon IS β anneals over); 1 = constant, as the paper and DigiRL
+    actor_lr_end_fraction: float = 1.0
     critic_lr: float = 1e-4  # Adam (code: critic_lr 1e-4)
     traj_critic_lr: float = 1e-4  # Adam (code: shares critic_lr)
     critic_hidden: int = 256  # width of both critic MLPs
@@ -242,6 +247,7 @@ class ARIDEConfig:
                   "step_critic": self.step_critic in ("vtrace", "mc_classifier"),
                   "dr_lambda": 0 <= self.dr_lambda <= 1,
                   "entropy_coef": self.entropy_coef >= 0,
+                  "actor_lr_end_fraction": 0 <= self.actor_lr_end_fraction <= 1,
                   "entropy_target": self.entropy_target is None or self.entropy_target >= 0,
                   "entropy_coef_lr": self.entropy_coef_lr >= 0,
                   "entropy_coef_max": self.entropy_coef_max >= self.entropy_coef,
@@ -476,6 +482,12 @@ class ARIDETrainer(ActorCriticState):
         cfg = self.config
         return cfg.is_beta_start + self.anneal_fraction() * (cfg.is_beta_end - cfg.is_beta_start)
 
+    def actor_lr(self) -> float:
+        """The actor's learning rate now: actor_lr, decayed linearly over the run to
+        ``actor_lr_end_fraction`` of it."""
+        cfg = self.config
+        return cfg.actor_lr * (1 - self.anneal_fraction() * (1 - cfg.actor_lr_end_fraction))
+
     def entropy_coef(self) -> float:
         """β_eff = entropy_coef + the entropy floor's adaptive part."""
         return min(self.config.entropy_coef + self.entropy_boost, self.config.entropy_coef_max)
@@ -492,6 +504,9 @@ class ARIDETrainer(ActorCriticState):
 
         # 1. prioritized sample of whole episodes, with IS (and lag) weights
         beta = self.is_beta()
+        actor_lr = self.actor_lr()
+        for group in self.actor_opt.param_groups:
+            group["lr"] = actor_lr
         sample = self.replay.sample(cfg.batch_episodes, cfg.alpha, beta,
                                     current_version=self.version)
         batch = EpisodeBatch.build(sample.episodes)
@@ -626,6 +641,7 @@ class ARIDETrainer(ActorCriticState):
                 "mean_priority": self.replay.mean_priority(),
                 "batch_priority": float(prio.mean()),
                 "new_episode_priority": self.replay.max_priority, "is_beta": beta,
+                "actor_lr": actor_lr,
                 "is_weight_min": float(sample.weights.min()),
                 "is_weight_mean": float(sample.weights.mean()),
                 "traj_filter_kept": kept_share, "traj_filter_threshold": threshold,

@@ -254,3 +254,21 @@ def test_mc_classifier_step_critic_learns_the_replays_success_probability() -> N
     assert adv[:, 0].tolist() == batch.final_reward.tolist()
     with pytest.raises(ConfigError):
         ARIDEConfig(step_critic="td")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("end", [1.0, 0.1])
+def test_actor_lr_decays_linearly_over_the_planned_run(end: float) -> None:
+    """horizon 10 updates: the actor's Adam steps with actor_lr·(1 − f·(1 − end)), f the
+    fraction of the run done (1 from update 10 on); end = 1 keeps it constant."""
+    policy = BanditPolicy(seed=1)
+    tr = ARIDETrainer(policy, ARIDEConfig(actor_lr=1e-2, actor_lr_end_fraction=end,
+                                          horizon_updates=10, min_episodes=8))
+    rng = np.random.default_rng(0)
+    for ep in collect(policy, 0, 16, rng):
+        tr.add_episode(ep)
+    lrs = [tr.update()["actor_lr"] for _ in range(12)]
+    expected = [1e-2 * (1 - min(i / 10, 1.0) * (1 - end)) for i in range(12)]
+    assert lrs == pytest.approx(expected)
+    assert tr.actor_opt.param_groups[0]["lr"] == pytest.approx(1e-2 * end)
+    with pytest.raises(ConfigError):
+        ARIDEConfig(actor_lr_end_fraction=1.5)
