@@ -31,17 +31,18 @@ Step rewards enter as r_t − ``step_cost`` (0 by default).
 
 4. Off-policy-corrected advantage (real-valued by default):
        A_t = r_t + γ v_{t+1} − V(s_t)                   (v_{H+1} = 0)
-   ``step_critic = "mc_classifier"`` (an option, off by default) swaps 3–4 for DigiRL's
-   step critic: V(s) = σ(logit) trained by BCE on 1[G_t > 0] (the Monte Carlo return of
-   the replayed episode, IS-weighted), and its doubly-robust advantage
-       A_t = λ^{H−t} r_H + (1 − λ^{H−t}) (r_t + γ V(s_{t+1}) − V(s_t))   (λ = ``dr_lambda``)
-   — no off-policy correction: V estimates the replay's success, not π's.
    optionally normalised over the batch's steps (``normalize_advantage``), floored
    (``advantage_floor``), or binarised to 1[A_t > 0] (``binarize_advantage``, as DigiRL
    and the released DistRL code weight their actors): every step that did better than
    V expected then pulls equally, however far the discount and the critic's bootstrap
    have shrunk its advantage — a success at the end of a long task pulls its early
    steps as hard as a one-step task's.
+   ``step_critic = "mc_classifier"`` (an option, off by default) swaps 3–4 (before any
+   normalising, floor or binarising) for DigiRL's step critic: V(s) = σ(logit) trained
+   by BCE on 1[G_t > 0] (the Monte Carlo return of the replayed episode, IS-weighted),
+   and its doubly-robust advantage
+       A_t = λ^{H−t} r_H + (1 − λ^{H−t}) (r_t + γ V(s_{t+1}) − V(s_t))   (λ = ``dr_lambda``)
+   — no off-policy correction: V estimates the replay's success, not π's.
 
 5. Actor, with ρ̄_t = min(ρ_max, ρ_t) and β_eff = β + b (b ≥ 0, see below):
        L_π = −E_ν[ w_τ f_τ ρ̄_t A_t log π(a_t|s_t) ] − β_eff E_ν[ w_τ H(π(·|s_t)) ]
