@@ -12,7 +12,12 @@ import torch
 
 from distrl_sdk.errors import ConfigError
 from distrl_sdk.learn import ARIDEConfig, ARIDETrainer
-from distrl_sdk.learn.aride import EpisodeBatch, _normalise, discounted_returns
+from distrl_sdk.learn.aride import (
+    EpisodeBatch,
+    _normalise,
+    discounted_returns,
+    doubly_robust_advantage,
+)
 from tests.learn.test_aride_toy import BanditPolicy, collect, expected_reward
 from tests.learn.toys import GOOD, TablePolicy, episode, step
 
@@ -219,8 +224,6 @@ def test_keep_successes_spares_stale_successes_and_still_evicts_stale_failures(
 def test_doubly_robust_advantage_mixes_the_last_reward_and_the_td_error() -> None:
     """By hand: rewards (0, 0, 1), V (0.2, 0.5, 0.8), γ = λ = 0.5 — mixes 1/4, 1/2, 1 of
     r_H with TD errors 0.05, −0.1, 0.2; a padded one-step failure gets its reward, 0."""
-    from distrl_sdk.learn.aride import doubly_robust_advantage
-
     rewards = torch.tensor([[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
     values = torch.tensor([[0.2, 0.5, 0.8], [0.3, 0.9, 0.9]])
     mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 0.0, 0.0]])
