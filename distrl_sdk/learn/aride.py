@@ -295,7 +295,6 @@ class EpisodeBatch:
     invalid: torch.Tensor  # [B, T] 1 where the action did not parse
     final_reward: torch.Tensor  # [B] evaluator score in [0, 1]
     instructions: list[str]
-    final_success: torch.Tensor  # [B] 1 where the episode succeeded
 
     @classmethod
     def build(cls, episodes: Sequence[EpisodeRecord]) -> EpisodeBatch:
@@ -313,8 +312,7 @@ class EpisodeBatch:
         invalid[b_idx, t_idx] = torch.tensor([float(s.invalid) for s in steps])
         return cls(steps, b_idx, t_idx, mask, rewards, log_mu, invalid,
                    torch.tensor([e.reward for e in episodes], dtype=torch.float32),
-                   [e.instruction for e in episodes],
-                   torch.tensor([float(e.success) for e in episodes]))
+                   [e.instruction for e in episodes])
 
     def pad(self, flat: torch.Tensor) -> torch.Tensor:
         """[N] per-step values → [B, T] (0 past each episode's end); keeps gradients."""
@@ -770,9 +768,7 @@ class ARIDETrainer(ActorCriticState):
         if limit is None:
             return 0
         over = (self._stale_share(batch, rho) > limit).numpy()
-        if self.config.keep_successes:  # exempt, as from the version bound
-            over &= (batch.final_success < 0.5).numpy()
-        bad = np.unique(np.asarray(slots)[over])
+        bad = self.replay.unspared(np.asarray(slots)[over])  # keep_successes: as for K
         before = len(self.replay)
         self.replay.remove(bad)
         gone = before - len(self.replay)

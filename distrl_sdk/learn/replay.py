@@ -392,7 +392,7 @@ class PrioritizedReplay:
         slot, or None when the lag bound refuses it (``"drop"`` mode)."""
         if (self.max_lag is not None and self.lag_mode == "drop" and current_version is not None
                 and current_version - episode.policy_version > self.max_lag
-                and not (self.keep_successes and episode.success)):
+                and not self._spared(episode)):
             return None
         if self._free:
             slot = heapq.heappop(self._free)
@@ -447,6 +447,17 @@ class PrioritizedReplay:
         self._min_tree.update_batch(s, self._min_tree.identity)
         self._max_measured.update_batch(s, self._max_measured.identity)
 
+    def _spared(self, episode: EpisodeRecord | None) -> bool:
+        """Whether the lag bounds must leave this episode alone (``keep_successes``)."""
+        return self.keep_successes and episode is not None and episode.success
+
+    def unspared(self, slots: npt.ArrayLike) -> IntArray:
+        """The stored ``slots`` that a lag bound may remove (spared successes left out):
+        what a caller's own staleness bound evicts through."""
+        s = np.unique(np.asarray(slots, dtype=np.int64).ravel())
+        keep = [i for i in s.tolist() if self._seq[i] >= 0 and not self._spared(self._episodes[i])]
+        return np.asarray(keep, dtype=np.int64)
+
     def prune(self, current_version: int) -> int:
         """In ``"drop"`` mode remove episodes older than the lag bound; returns how many.
         Pops a version-ordered heap: O(log n) per episode removed, not a scan; a spared
@@ -458,8 +469,7 @@ class PrioritizedReplay:
             _, seq, slot = heapq.heappop(heap)
             if self._seq[slot] != seq:  # already evicted or removed
                 continue
-            episode = self._episodes[slot]
-            if not (self.keep_successes and episode is not None and episode.success):
+            if not self._spared(self._episodes[slot]):
                 old.append(slot)
         if old:
             self.remove(old)
