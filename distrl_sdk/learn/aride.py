@@ -103,7 +103,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 import numpy as np
@@ -240,6 +240,12 @@ class ARIDEConfig:
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes kept in checkpoints
 
     def __post_init__(self) -> None:
+        # TOML has no null: a learner file turns an optional knob off with "none", the
+        # spelling of the bench's flags ("max_policy_lag = 'none'": no lag bound)
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, str) and value.lower() == "none" and "None" in str(f.type):
+                setattr(self, f.name, None)
         checks = {"gamma": 0 <= self.gamma <= 1, "trace_lambda": 0 <= self.trace_lambda <= 1,
                   "v_target": self.v_target in ("vtrace", "retrace_q"),
                   "vtrace_rho_max": self.vtrace_rho_max > 0, "trace_c_max": self.trace_c_max > 0,

@@ -518,6 +518,29 @@ def test_the_ui_tree_policy_gets_the_measured_trainer_settings_by_default() -> N
     assert ARIDEConfig().advantage_floor is None  # … with the paper's signed advantage
 
 
+def test_a_learner_file_turns_optional_trainer_knobs_off_with_none(tmp_path: Path) -> None:
+    """TOML has no null, so a learner file spells "no lag bound" or "a fixed β" as the
+    bench's flags do ("none"); the trainer gets None, not a string that fails a
+    comparison, and a non-optional knob given "none" is still a clear config error."""
+    from distrl_sdk.errors import ConfigError
+    from farm.learner.service import default_trainer
+    from farm.learner.settings import load_learner_settings
+
+    ui = build_policy("uitree", {"seed": 0})
+    (tmp_path / "l.toml").write_text(
+        '[learner.algo_config]\nmax_policy_lag = "none"\nentropy_target = "none"\n'
+        'max_stale_share = "None"\nactor_ratio = "none"\n')
+    cfg = load_learner_settings(tmp_path / "l.toml", env={}).config
+    t = default_trainer(ui, cfg)
+    assert (t.config.max_policy_lag, t.config.entropy_target,
+            t.config.max_stale_share) == (None, None, None)
+    assert t.config.actor_ratio == "none"  # a mode of its own, not None
+    assert t.replay.max_lag is None
+    (tmp_path / "bad.toml").write_text('[learner.algo_config]\ngamma = "none"\n')
+    with pytest.raises(ConfigError, match="bad aride config"):
+        default_trainer(ui, load_learner_settings(tmp_path / "bad.toml", env={}).config)
+
+
 @pytest.mark.parametrize("algorithm", ["aride", "digirl"])
 def test_the_benchmarks_trainers_are_the_learners_by_default(algorithm: str) -> None:
     """bench/training_efficiency.py's figures stand for `distrl learner`'s: with no flag
