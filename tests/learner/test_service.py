@@ -541,6 +541,27 @@ def test_a_learner_file_turns_optional_trainer_knobs_off_with_none(tmp_path: Pat
         default_trainer(ui, load_learner_settings(tmp_path / "bad.toml", env={}).config)
 
 
+def test_the_documented_digirl_rule_learner_file_builds_that_trainer(tmp_path: Path) -> None:
+    """docs/aride.md's learner file for DigiRL-style's rule inside A-RIDE's trainer loads
+    as written and sets what the bench's batch 19–20 flags set."""
+    import re
+
+    from farm.learner.service import default_trainer
+    from farm.learner.settings import load_learner_settings
+
+    doc = (Path(__file__).parents[2] / "docs" / "aride.md").read_text()
+    block = re.search(r"### DigiRL-style's rule inside.*?```toml\n(.*?)```", doc, re.S)
+    assert block is not None
+    (tmp_path / "l.toml").write_text(block.group(1))
+    c = default_trainer(build_policy("uitree", {"seed": 0}),
+                        load_learner_settings(tmp_path / "l.toml", env={}).config).config
+    assert (c.step_critic, c.gamma, c.actor_ratio, c.binarize_advantage,
+            c.traj_filter_quantile, c.traj_filter_mode, c.entropy_coef, c.entropy_target,
+            c.sil_coef, c.max_policy_lag, c.keep_successes) \
+        == ("mc_classifier", 0.5, "none", True, 0.9, "buffer", 0.0, None, 0.0, None, True)
+    assert c.actor_lr == 3e-4  # the UI-tree learner's other settings stay
+
+
 @pytest.mark.parametrize("algorithm", ["aride", "digirl"])
 def test_the_benchmarks_trainers_are_the_learners_by_default(algorithm: str) -> None:
     """bench/training_efficiency.py's figures stand for `distrl learner`'s: with no flag
