@@ -297,6 +297,19 @@ def test_the_actor_buffer_needs_episodes_to_draw_from() -> None:
     ARIDEConfig(traj_filter_quantile=0.9, traj_filter_mode="batch", traj_filter_sample=0)
 
 
+@pytest.mark.parametrize("knob", ["max_policy_lag", "entropy_target", "max_stale_share",
+                                  "advantage_floor", "horizon_updates", "micro_batch"])
+def test_none_spelled_as_text_turns_an_optional_knob_off(knob: str) -> None:
+    # a learner file is TOML, which has no null: "none" (any case) must mean None
+    assert getattr(ARIDEConfig(**{knob: "None"}), knob) is None  # type: ignore[arg-type]
+
+
+def test_none_as_text_is_no_value_for_a_knob_that_needs_one() -> None:
+    with pytest.raises(ConfigError, match="entropy_coef must be a number, not 'none'"):
+        ARIDEConfig(entropy_coef="none")  # type: ignore[arg-type]
+    assert ARIDEConfig(actor_ratio="none").actor_ratio == "none"  # a mode, not "off"
+
+
 def test_the_filter_modes_differ_only_where_the_actor_trains() -> None:
     """Same replay and q: mode "batch" leaves every kept episode of the critics' batch in
     the actor's gradient; mode "buffer" gives the actor its own batch of kept ones."""

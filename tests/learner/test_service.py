@@ -537,7 +537,7 @@ def test_a_learner_file_turns_optional_trainer_knobs_off_with_none(tmp_path: Pat
     assert t.config.actor_ratio == "none"  # a mode of its own, not None
     assert t.replay.max_lag is None
     (tmp_path / "bad.toml").write_text('[learner.algo_config]\ngamma = "none"\n')
-    with pytest.raises(ConfigError, match="bad aride config"):
+    with pytest.raises(ConfigError, match="gamma must be a number"):
         default_trainer(ui, load_learner_settings(tmp_path / "bad.toml", env={}).config)
 
 
