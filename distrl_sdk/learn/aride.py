@@ -102,10 +102,9 @@ Step rewards enter as r_t − ``step_cost`` (0 by default).
 from __future__ import annotations
 
 import time
-import types
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -120,6 +119,7 @@ from distrl_sdk.learn.api import (
     has_training_mode,
 )
 from distrl_sdk.learn.critics import StepCritic, TrajectoryCritic
+from distrl_sdk.learn.knobs import read_text_knobs
 from distrl_sdk.learn.microbatch import accumulate_gradients, evaluate_detached
 from distrl_sdk.learn.parallel import DataParallel
 from distrl_sdk.learn.replay import LagMode, PrioritizedReplay
@@ -133,21 +133,6 @@ VTarget = Literal["vtrace", "retrace_q"]
 TrajFilterMode = Literal["buffer", "batch"]
 ActorRatio = Literal["truncated", "none"]
 StepCriticKind = Literal["vtrace", "mc_classifier"]
-
-
-def _fields_typed(cls: type) -> tuple[frozenset[str], frozenset[str]]:
-    """(the fields whose type admits None, the numeric fields) of a dataclass, read from
-    its resolved type hints."""
-    hints = get_type_hints(cls)
-    optional, numeric = set(), set()
-    for f in fields(cls):
-        hint = hints[f.name]
-        members = get_args(hint) if get_origin(hint) in (Union, types.UnionType) else (hint,)
-        if type(None) in members:
-            optional.add(f.name)
-        if any(m in (int, float) for m in members):
-            numeric.add(f.name)
-    return frozenset(optional), frozenset(numeric)
 
 
 @dataclass
@@ -258,14 +243,7 @@ class ARIDEConfig:
     def __post_init__(self) -> None:
         # TOML has no null: a learner file turns an optional knob off with "none", the
         # spelling of the bench's flags ("max_policy_lag = 'none'": no lag bound)
-        for name in _OPTIONAL_FIELDS:
-            value = getattr(self, name)
-            if isinstance(value, str) and value.lower() == "none":
-                setattr(self, name, None)
-        wrong = [n for n in sorted(_NUMERIC_FIELDS) if isinstance(getattr(self, n), str)]
-        if wrong:
-            raise ConfigError("A-RIDE config: " + ", ".join(
-                f"{n} must be a number, not {getattr(self, n)!r}" for n in wrong))
+        read_text_knobs(self, "A-RIDE")
         checks = {"gamma": 0 <= self.gamma <= 1, "trace_lambda": 0 <= self.trace_lambda <= 1,
                   "v_target": self.v_target in ("vtrace", "retrace_q"),
                   "vtrace_rho_max": self.vtrace_rho_max > 0, "trace_c_max": self.trace_c_max > 0,
@@ -306,10 +284,6 @@ class ARIDEConfig:
         if bad:
             raise ConfigError(f"A-RIDE config: invalid {', '.join(bad)} "
                               f"({', '.join(f'{k}={getattr(self, k)!r}' for k in bad)})")
-
-
-# the knobs a learner file may turn off with "none" (ARIDEConfig.__post_init__)
-_OPTIONAL_FIELDS, _NUMERIC_FIELDS = _fields_typed(ARIDEConfig)
 
 
 @dataclass

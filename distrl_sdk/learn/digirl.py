@@ -31,6 +31,7 @@ from distrl_sdk.learn.aride import (
     ratio_stats,
 )
 from distrl_sdk.learn.critics import StepCritic, TrajectoryCritic
+from distrl_sdk.learn.knobs import read_text_knobs
 from distrl_sdk.learn.microbatch import evaluate_detached
 from distrl_sdk.learn.replay import PrioritizedReplay
 from distrl_sdk.learn.state import ActorCriticState
@@ -62,6 +63,7 @@ class DigiRLConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
+        read_text_knobs(self, "DigiRL")
         if not 0 <= self.filter_quantile < 1 or not 0 <= self.gamma <= 1 \
                 or not 0 <= self.dr_lambda <= 1 or self.capacity < 1 \
                 or self.batch_episodes < 1 or self.actor_batch_episodes < 1 \

@@ -310,6 +310,13 @@ def test_none_as_text_is_no_value_for_a_knob_that_needs_one() -> None:
     assert ARIDEConfig(actor_ratio="none").actor_ratio == "none"  # a mode, not "off"
 
 
+def test_the_digirl_baselines_config_reads_text_knobs_the_same_way() -> None:
+    from distrl_sdk.learn.digirl import DigiRLConfig
+
+    with pytest.raises(ConfigError, match="DigiRL config: gamma must be a number"):
+        DigiRLConfig(gamma="none")  # type: ignore[arg-type]
+
+
 def test_the_filter_modes_differ_only_where_the_actor_trains() -> None:
     """Same replay and q: mode "batch" leaves every kept episode of the critics' batch in
     the actor's gradient; mode "buffer" gives the actor its own batch of kept ones."""
