@@ -61,7 +61,7 @@ def second_half_mask(run: ArmRun) -> np.ndarray:
     done = [e for e in run.evals if e["complete"]]
     if not done:
         raise ValueError(f"{run.arm} seed {run.seed}: no complete evaluation round")
-    return np.array([e["wall_s"] >= run.wall_s / 2 for e in done])
+    return np.array([run.in_second_half(e) for e in done])
 
 
 def played_per_task(run: ArmRun) -> int:

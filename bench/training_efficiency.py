@@ -141,13 +141,17 @@ class ArmRun:
                 return float(e["wall_s"])
         return None
 
+    def in_second_half(self, round_: dict[str, Any]) -> bool:
+        """Whether the drop bar judges this round (it ended in the run's second half)."""
+        return bool(round_["wall_s"] >= self.wall_s / 2)
+
     def second_half_drop(self) -> float:
         """The worst fall below the best-so-far among rounds in the run's second half."""
         done = [e for e in self.evals if e["complete"]]
         best, worst = 0.0, 0.0
         for e in done:
             best = max(best, e["success_rate"])
-            if e["wall_s"] >= self.wall_s / 2:
+            if self.in_second_half(e):
                 worst = max(worst, best - e["success_rate"])
         return worst
 
